@@ -1,0 +1,3 @@
+module github.com/spice-orch/spice-orch
+
+go 1.26
