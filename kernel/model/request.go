@@ -78,16 +78,21 @@ func NewRequest(cfg RequestConfig) (Request, error) {
 
 // checkModelName allows a looser alphabet than bound.Name because model
 // names carry versions, tags and organisations.
-func checkModelName(s string) error {
+func checkModelName(s string) error { return CheckModelName("request.model", s) }
+
+// CheckModelName validates a model name for field: 1..bound.MaxNameBytes of
+// printable ASCII without spaces ("gpt-4o-mini", "llama3.1:8b",
+// "meta-llama/Llama-3-8B").
+func CheckModelName(field, s string) error {
 	if s == "" {
-		return bound.Missing("request.model")
+		return bound.Missing(field)
 	}
-	if err := bound.Bytes("request.model", len(s), bound.MaxNameBytes); err != nil {
+	if err := bound.Bytes(field, len(s), bound.MaxNameBytes); err != nil {
 		return err
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] <= ' ' || s[i] > '~' {
-			return bound.Malformedf("request.model", "only printable ASCII without spaces is allowed")
+			return bound.Malformedf(field, "only printable ASCII without spaces is allowed")
 		}
 	}
 	return nil

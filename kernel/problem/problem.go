@@ -2,7 +2,7 @@ package problem
 
 import "github.com/spice-orch/spice-orch/kernel/bound"
 
-// Problem is an immutable (code, message) pair. The zero value means "no
+// Problem is an immutable code and message. The zero value means "no
 // problem".
 type Problem struct {
 	code    string

@@ -1,0 +1,51 @@
+# Developer and CI entry points. `make test` is what CI runs (.ci/run).
+
+GO           ?= go
+GOFLAGS      ?= -buildvcs=false
+export GOFLAGS
+
+TEST_TIMEOUT ?= 15m
+FUZZTIME     ?= 10s
+BENCH_COUNT  ?= 5
+# The benchmarks of DESIGN.md's performance table. Packages that do not
+# have them yet simply run none.
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
+
+.PHONY: test fmt-check vet lint archtest race bench fuzz
+
+## test: formatting, vet, the architecture tests, then every test with -race.
+test: fmt-check vet archtest race
+
+## fmt-check: fail if gofmt would change a file.
+fmt-check:
+	@files="$$(gofmt -l .)"; \
+	if [ -n "$$files" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$files"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+lint: fmt-check vet
+
+## archtest: the layer table and kernel purity (archtest/doc.go). -count=1:
+## the checker reads files through `go list`, which the test cache cannot see.
+archtest:
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./archtest/...
+
+race:
+	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
+
+## bench: the performance-table benchmarks, BENCH_COUNT runs each (compare medians).
+bench:
+	$(GO) test -run '^$$' -bench '^($(BENCHMARKS))$$' -benchmem -count $(BENCH_COUNT) -timeout $(TEST_TIMEOUT) ./...
+
+## fuzz: every FuzzXxx target in the module, one at a time, FUZZTIME each.
+fuzz:
+	@set -e; found=0; \
+	for pkg in $$($(GO) list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}={{.Dir}}{{end}}' ./...); do \
+		for fn in $$(grep -hoE '^func Fuzz[A-Za-z0-9_]*\(' "$${pkg#*=}"/*_test.go | sed -e 's/^func //' -e 's/($$//' | sort -u); do \
+			found=$$((found + 1)); \
+			echo "== $${pkg%%=*} $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$${pkg%%=*}"; \
+		done; \
+	done; \
+	echo "fuzz: $$found target(s)"

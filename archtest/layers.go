@@ -1,0 +1,142 @@
+package archtest
+
+// Unit is one row of the layer table in DESIGN.md: a folder of the module
+// and what the packages in it may import.
+type Unit struct {
+	// Dir is the folder, slash-separated and relative to the module root.
+	// A package belongs to the unit with the longest Dir that contains it.
+	Dir string
+	// Level is the layer number of DESIGN.md. Test files may import any unit
+	// of a lower level. Zero means outside the table (archtest).
+	Level int
+	// MayImport names the other units (by Dir) that non-test files may
+	// import. A unit may always import its own packages, unless Isolated.
+	MayImport []string
+	// ThirdParty allows imports from modules other than this one and the
+	// standard library.
+	ThirdParty bool
+	// Isolated makes every subfolder its own adapter: providers/a may import
+	// providers/a/... and providers/internal/..., not providers/b.
+	Isolated bool
+	// Kernel marks the kernel: its files are held to kernel-imports,
+	// kernel-deps and kernel-words instead of layer-imports.
+	Kernel bool
+	// Unconstrained exempts the unit from every import rule (archtest).
+	Unconstrained bool
+}
+
+// Layers returns the layer table of DESIGN.md. Imports point down only;
+// "everything below" is spelled out so the table reads as data.
+func Layers() []Unit {
+	return []Unit{
+		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
+			MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		{Dir: "proof", Level: 7, ThirdParty: true,
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		// "orchestrator and below": layer 3 adapters are below layer 6.
+		{Dir: "scheduler", Level: 6, ThirdParty: true,
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "kernel"}},
+		{Dir: "workers", Level: 4, MayImport: []string{"kernel"}},
+		{Dir: "handoff", Level: 4, MayImport: []string{"kernel"}},
+		{Dir: "providers", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
+		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
+		{Dir: "store", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
+		{Dir: "kernel", Level: 1, Kernel: true},
+		{Dir: "archtest", Unconstrained: true},
+	}
+}
+
+// KernelStd returns the standard-library packages that non-test kernel files
+// may import: pure computation, encoding, synchronisation and time values.
+// Everything else is out: I/O and the operating system (os, io/fs, syscall,
+// net/..., os/exec), reflection and unsafe (no reflection-based dispatch),
+// randomness (identifiers and clocks are injected, K30), global logging and
+// plugins. A package joins this list by a reviewed change here.
+func KernelStd() []string {
+	return []string{
+		"bufio",
+		"bytes",
+		"cmp",
+		"container/heap",
+		"container/list",
+		"container/ring",
+		"context",
+		"crypto/sha256",
+		"crypto/subtle",
+		"encoding/base64",
+		"encoding/binary",
+		"encoding/hex",
+		"encoding/json",
+		"errors",
+		"fmt",
+		"hash",
+		"io",
+		"iter",
+		"maps",
+		"math",
+		"math/bits",
+		"runtime",
+		"runtime/debug",
+		"slices",
+		"sort",
+		"strconv",
+		"strings",
+		"sync",
+		"sync/atomic",
+		"time",
+		"unicode",
+		"unicode/utf16",
+		"unicode/utf8",
+		"unique",
+	}
+}
+
+// TestLibraries returns the module paths that test files of every layer may
+// import. A path matches itself and the packages below it.
+func TestLibraries() []string {
+	return []string{
+		"github.com/stretchr/testify",
+		"go.uber.org/goleak",
+	}
+}
+
+// ForbiddenWords returns the words the kernel must not use (DESIGN.md, "The
+// kernel must never contain"). Plurals and derived forms are matched too;
+// see wordForms.
+func ForbiddenWords() []string {
+	return []string{
+		"parent", "child", "subagent", "swarm", "worker",
+		"orchestrator", "scheduler", "delegate", "handoff", "pair",
+	}
+}
+
+// Exception excuses the violations of one rule in one file about one
+// subject (an import path or a forbidden word). Every exception states why
+// it exists; one that no longer excuses anything is itself reported.
+type Exception struct {
+	Rule    string
+	File    string // as in Violation.File
+	Subject string // as in Violation.Subject
+	Reason  string
+}
+
+// Exceptions returns the exceptions that apply to this module.
+func Exceptions() []Exception {
+	// None today. An entry needs a reason; one that excuses nothing fails.
+	return nil
+}
+
+// Default returns the configuration that checks the module at root, whose
+// module path is module, against the tables of this file.
+func Default(root, module string) Config {
+	return Config{
+		Root:           root,
+		Module:         module,
+		Units:          Layers(),
+		KernelStd:      KernelStd(),
+		TestLibraries:  TestLibraries(),
+		ForbiddenWords: ForbiddenWords(),
+		Exceptions:     Exceptions(),
+	}
+}
