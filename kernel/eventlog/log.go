@@ -1,0 +1,323 @@
+package eventlog
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+)
+
+// Config configures a Log. New copies it.
+type Config struct {
+	// MaxEvents and MaxBytes bound the retained events by count and by
+	// encoded bytes (K18). Both are required.
+	MaxEvents int
+	MaxBytes  int
+	// ReserveEvents and ReserveBytes are kept for terminal events: a
+	// non-terminal event may only use MaxEvents-ReserveEvents events and
+	// MaxBytes-ReserveBytes bytes, so the terminals that close a lifecycle
+	// fit without evicting the history before them.
+	ReserveEvents int
+	ReserveBytes  int
+	// MaxLag, if not 0, is how many events a subscriber may be behind the
+	// last committed one. A slower subscriber is disconnected with an
+	// *ExhaustedError; a cursor further back is refused by Subscribe.
+	MaxLag int
+	// Required observers are called in order, after the local commit, on
+	// the appending goroutine. They may block (backpressure).
+	Required []Observer
+	// BestEffort observers are told after every required observer accepted,
+	// through a bounded mailbox each and one goroutine each. A full mailbox
+	// drops the event and counts it; it never blocks Append.
+	BestEffort []Observer
+	// Mailbox is each best-effort observer's mailbox size; 0 means 64.
+	Mailbox int
+}
+
+const defaultMailbox = 64
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxEvents <= 0:
+		return bound.Malformedf("eventlog.max_events", "must be at least 1")
+	case c.MaxBytes <= 0:
+		return bound.Malformedf("eventlog.max_bytes", "must be at least 1")
+	case c.ReserveEvents < 0 || c.ReserveEvents >= c.MaxEvents:
+		return bound.Conflicting("eventlog.reserve_events", "must be at least 0 and below max_events")
+	case c.ReserveBytes < 0 || c.ReserveBytes >= c.MaxBytes:
+		return bound.Conflicting("eventlog.reserve_bytes", "must be at least 0 and below max_bytes")
+	case c.MaxLag < 0:
+		return bound.Malformedf("eventlog.max_lag", "must not be negative")
+	case c.Mailbox < 0:
+		return bound.Malformedf("eventlog.mailbox", "must not be negative")
+	}
+	for _, o := range c.Required {
+		if o == nil {
+			return bound.Missing("eventlog.required[]")
+		}
+	}
+	for _, o := range c.BestEffort {
+		if o == nil {
+			return bound.Missing("eventlog.best_effort[]")
+		}
+	}
+	return nil
+}
+
+// Log is a strictly sequenced, bounded, observable event log. It is safe for
+// concurrent use. The first event has sequence 1 and every next one exactly
+// one more; a sequence, once committed, is never reused (K15, K16).
+type Log struct {
+	cfg Config
+
+	// pub serializes commit plus publication when there are observers, so
+	// every observer sees sequences in order; it is a channel so that a
+	// waiting appender can give up on its context.
+	pub        chan struct{}
+	bestEffort []*mailbox
+	stop       chan struct{} // closed by Close: best-effort goroutines drain and exit
+	stopOnce   sync.Once
+	obsCtx     context.Context // given to best-effort observers; Close cancels it
+	obsCancel  context.CancelFunc
+
+	mu     sync.Mutex
+	ring   []Event // retained events, oldest at head, grown up to MaxEvents
+	head   int
+	count  int
+	bytes  int
+	last   uint64        // last committed sequence
+	closed bool          // no more appends
+	wake   chan struct{} // made only while a subscriber waits; closed on change
+	stats  Stats         // counters guarded by mu
+
+	observerFailures atomic.Uint64
+	bestEffortDrops  atomic.Uint64
+	bestEffortFails  atomic.Uint64
+}
+
+// New validates cfg and returns an empty log. If cfg has best-effort
+// observers, New starts one goroutine for each; Close stops them.
+func New(cfg Config) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Required = append([]Observer(nil), cfg.Required...)
+	cfg.BestEffort = append([]Observer(nil), cfg.BestEffort...)
+	if cfg.Mailbox == 0 {
+		cfg.Mailbox = defaultMailbox
+	}
+	l := &Log{cfg: cfg}
+	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
+		l.pub = make(chan struct{}, 1)
+	}
+	if len(cfg.BestEffort) == 0 {
+		return l, nil
+	}
+	l.stop = make(chan struct{})
+	l.obsCtx, l.obsCancel = context.WithCancel(context.Background())
+	for _, o := range cfg.BestEffort {
+		m := &mailbox{o: o, events: make(chan Event, cfg.Mailbox), done: make(chan struct{})}
+		l.bestEffort = append(l.bestEffort, m)
+		go m.run(l)
+	}
+	return l, nil
+}
+
+// Append assigns the next sequence to r, commits it to the log, and then
+// tells the required observers in order and the best-effort ones after
+// them.
+//
+// Without a committed event Append returns a zero Event and an error: a
+// *bound.Error for an invalid record or one too large for the log, ErrClosed,
+// or the context's error while waiting for an earlier append's observers.
+// When a required observer fails, the event stays committed: Append returns
+// it with an *ObserverError, and the caller reports the failure with a later
+// event (K16).
+//
+// Observers must not append to the same log from inside Observe.
+func (l *Log) Append(ctx context.Context, r Record) (Event, error) {
+	size, err := r.check()
+	if err != nil {
+		return Event{}, err
+	}
+	e := Event{kind: r.Kind, time: r.Time.UTC(), payload: r.Payload, size: size}
+	if l.pub == nil {
+		return l.commit(e, r.Terminal)
+	}
+	return l.commitAndPublish(ctx, e, r.Terminal)
+}
+
+// commitAndPublish holds the publication token across commit and
+// publication, so observers see sequences in order.
+func (l *Log) commitAndPublish(ctx context.Context, e Event, terminal bool) (Event, error) {
+	if err := acquire(ctx, l.pub); err != nil {
+		return Event{}, err
+	}
+	defer func() { <-l.pub }()
+	e, err := l.commit(e, terminal)
+	if err != nil {
+		return Event{}, err
+	}
+	return e, l.publish(ctx, e)
+}
+
+// acquire takes the token, preferring it over a done context.
+func acquire(ctx context.Context, token chan struct{}) error {
+	select {
+	case token <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case token <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commit assigns the sequence, evicts what the class of e may not keep, and
+// stores e. Only here is a sequence consumed.
+func (l *Log) commit(e Event, terminal bool) (Event, error) {
+	maxEvents, maxBytes := l.cfg.MaxEvents, l.cfg.MaxBytes
+	if !terminal {
+		maxEvents -= l.cfg.ReserveEvents
+		maxBytes -= l.cfg.ReserveBytes
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return Event{}, ErrClosed
+	}
+	e.seq = l.last + 1
+	e.size += UintLen(e.seq)
+	if e.size > maxBytes || e.size > MaxEventBytes {
+		l.stats.Rejected++
+		l.mu.Unlock()
+		return Event{}, &bound.Error{Field: "event", Rule: bound.TooLarge,
+			Limit: min(maxBytes, MaxEventBytes), Got: e.size,
+			Detail: "the encoded event does not fit in the log"}
+	}
+	for l.count > 0 && (l.count >= maxEvents || l.bytes+e.size > maxBytes) {
+		l.evictOldest()
+	}
+	l.push(e)
+	l.last = e.seq
+	l.signal()
+	l.mu.Unlock()
+	return e, nil
+}
+
+func (l *Log) push(e Event) {
+	if l.count == len(l.ring) {
+		n := min(max(2*len(l.ring), 16), l.cfg.MaxEvents)
+		ring := make([]Event, n)
+		k := copy(ring, l.ring[l.head:])
+		copy(ring[k:], l.ring[:l.head])
+		l.ring, l.head = ring, 0
+	}
+	l.ring[l.slot(l.count)] = e
+	l.count++
+	l.bytes += e.size
+}
+
+func (l *Log) evictOldest() {
+	l.bytes -= l.ring[l.head].size
+	l.ring[l.head] = Event{} // drop the payload reference
+	l.head = l.slot(1)
+	l.count--
+	l.stats.Evictions++
+}
+
+// slot returns the ring index of the i-th retained event.
+func (l *Log) slot(i int) int {
+	j := l.head + i
+	if j >= len(l.ring) {
+		j -= len(l.ring)
+	}
+	return j
+}
+
+// first returns the oldest retained sequence (last+1 when empty).
+func (l *Log) first() uint64 { return l.last - uint64(l.count) + 1 }
+
+// at returns the retained event with sequence seq, first() <= seq <= last.
+func (l *Log) at(seq uint64) Event { return l.ring[l.slot(int(seq-l.first()))] }
+
+// signal wakes every waiting subscriber.
+func (l *Log) signal() {
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+}
+
+// Close refuses further appends, waits for an append that is telling its
+// observers, lets the best-effort observers finish what their mailboxes
+// hold, and ends subscriptions once they have read every retained event.
+// If ctx ends first, Close cancels the context given to best-effort
+// observers, drops what they have not started, and returns ctx's error; a
+// later Close waits again. Close is idempotent.
+func (l *Log) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	l.signal()
+	l.mu.Unlock()
+	if l.pub == nil {
+		return nil
+	}
+	err := acquire(ctx, l.pub)
+	if err == nil {
+		<-l.pub
+	}
+	if len(l.bestEffort) == 0 {
+		return err
+	}
+	l.stopOnce.Do(func() { close(l.stop) })
+	for _, m := range l.bestEffort {
+		if err != nil {
+			break
+		}
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	l.obsCancel()
+	return err
+}
+
+// Stats reports the log's health (K20).
+type Stats struct {
+	RetainedEvents  int
+	RetainedBytes   int
+	FirstSeq        uint64 // oldest retained sequence; LastSeq+1 when none is
+	LastSeq         uint64 // last committed sequence
+	Evictions       uint64 // events evicted to make room
+	Rejected        uint64 // appends refused as too large for the log
+	OutOfRange      uint64 // Subscribe calls refused with *OutOfRangeError
+	Exhaustions     uint64 // subscriptions ended because their next event was evicted
+	SlowDisconnects uint64 // subscriptions ended for lagging more than MaxLag
+	// ObserverFailures counts required-observer errors and panics.
+	ObserverFailures uint64
+	// BestEffortDrops counts events a best-effort observer never saw: its
+	// mailbox was full, or Close gave up on it.
+	BestEffortDrops uint64
+	// BestEffortFailures counts best-effort observer errors and panics.
+	BestEffortFailures uint64
+}
+
+// Stats returns a snapshot of the log's counters.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	s := l.stats
+	s.RetainedEvents, s.RetainedBytes = l.count, l.bytes
+	s.FirstSeq, s.LastSeq = l.first(), l.last
+	l.mu.Unlock()
+	s.ObserverFailures = l.observerFailures.Load()
+	s.BestEffortDrops = l.bestEffortDrops.Load()
+	s.BestEffortFailures = l.bestEffortFails.Load()
+	return s
+}

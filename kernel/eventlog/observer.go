@@ -1,0 +1,100 @@
+package eventlog
+
+import "context"
+
+// Observer is told about committed events.
+//
+// A required observer is called on the appending goroutine with the
+// appender's context and may block to apply backpressure; its error or panic
+// becomes an *ObserverError, but the event stays committed. A best-effort
+// observer is called on its own goroutine with a context that Close cancels
+// when it gives up waiting; its errors and panics are only counted.
+//
+// Observers must return when their context ends and must not append to the
+// log that calls them.
+type Observer interface {
+	Observe(ctx context.Context, e Event) error
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(ctx context.Context, e Event) error
+
+// Observe calls f.
+func (f ObserverFunc) Observe(ctx context.Context, e Event) error { return f(ctx, e) }
+
+// observe calls o and turns a panic into ErrObserverPanic.
+func observe(ctx context.Context, o Observer, e Event) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = ErrObserverPanic
+		}
+	}()
+	return o.Observe(ctx, e)
+}
+
+// publish tells the required observers in order, stopping at the first that
+// fails, and then offers e to every best-effort mailbox (K16, K17). The
+// caller holds the publication token.
+func (l *Log) publish(ctx context.Context, e Event) error {
+	for i, o := range l.cfg.Required {
+		if err := observe(ctx, o, e); err != nil {
+			l.observerFailures.Add(1)
+			return &ObserverError{Seq: e.Seq(), Observer: i, Err: err}
+		}
+	}
+	for _, m := range l.bestEffort {
+		m.offer(l, e)
+	}
+	return nil
+}
+
+// mailbox is one best-effort observer's bounded queue and goroutine.
+type mailbox struct {
+	o      Observer
+	events chan Event
+	done   chan struct{} // closed when the goroutine exits
+}
+
+// offer queues e or counts it as dropped; it never blocks.
+func (m *mailbox) offer(l *Log, e Event) {
+	select {
+	case <-l.stop: // only after a Close that gave up waiting for this append
+		l.bestEffortDrops.Add(1)
+		return
+	default:
+	}
+	select {
+	case m.events <- e:
+	default:
+		l.bestEffortDrops.Add(1)
+	}
+}
+
+func (m *mailbox) run(l *Log) {
+	defer close(m.done)
+	for {
+		select {
+		case e := <-m.events:
+			m.deliver(l, e)
+		case <-l.stop:
+			for {
+				select {
+				case e := <-m.events:
+					m.deliver(l, e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (m *mailbox) deliver(l *Log, e Event) {
+	if l.obsCtx.Err() != nil {
+		l.bestEffortDrops.Add(1)
+		return
+	}
+	if observe(l.obsCtx, m.o, e) != nil {
+		l.bestEffortFails.Add(1)
+	}
+}
