@@ -33,6 +33,10 @@ type Config struct {
 	BestEffort []Observer
 	// Mailbox is each best-effort observer's mailbox size; 0 means 64.
 	Mailbox int
+	// After is the sequence the log continues from: its first event gets
+	// After+1. A run resumed from a snapshot continues its sequence this
+	// way instead of restarting at 1 (K29).
+	After uint64
 }
 
 const defaultMailbox = 64
@@ -107,7 +111,7 @@ func New(cfg Config) (*Log, error) {
 	if cfg.Mailbox == 0 {
 		cfg.Mailbox = defaultMailbox
 	}
-	l := &Log{cfg: cfg}
+	l := &Log{cfg: cfg, last: cfg.After}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
 		l.pub = make(chan struct{}, 1)
 	}

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -38,8 +39,10 @@ func checkArguments(args []byte) (string, error) {
 	if err := bound.Bytes("tool_call.arguments", len(args), bound.MaxToolArgumentsBytes); err != nil {
 		return "", err
 	}
-	if !json.Valid(args) {
-		return "", bound.Malformedf("tool_call.arguments", "not valid JSON")
+	// encoding/json accepts invalid UTF-8 inside strings; the model and
+	// the event log must never see it.
+	if !utf8.Valid(args) || !json.Valid(args) {
+		return "", bound.Malformedf("tool_call.arguments", "not valid UTF-8 JSON")
 	}
 	i := 0
 	for i < len(args) && (args[i] == ' ' || args[i] == '\t' || args[i] == '\n' || args[i] == '\r') {

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 )
@@ -177,6 +178,9 @@ func compactSchema(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	var buf bytes.Buffer
+	if !utf8.Valid(raw) {
+		return "", bound.Malformedf("tool.schema", "not valid UTF-8")
+	}
 	if err := json.Compact(&buf, raw); err != nil {
 		return "", bound.Malformedf("tool.schema", "not valid JSON")
 	}
