@@ -9,23 +9,10 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/problem"
 )
 
-// describer is a payload that lists its fields once for both encoding and
-// measuring.
-type describer interface {
-	fields(o *eventlog.Object)
-}
-
-func appendJSON[P describer](p P, dst []byte) []byte {
-	o := eventlog.AppendObject(dst)
-	p.fields(&o)
-	return o.End()
-}
-
-func encodedLen[P describer](p P) int {
-	o := eventlog.MeasureObject()
-	p.fields(&o)
-	return o.Len()
-}
+// Each payload lists its fields once, in fields, for both encoding and
+// measuring. AppendJSON and EncodedLen call it directly rather than through
+// a shared generic helper: a call through an interface or type parameter
+// would move the payload to the heap on every append.
 
 // writeProblem writes a problem as {"code":…,"message":…}; the message is
 // omitted when empty.

@@ -23,8 +23,16 @@ func (p InteractionStarted) fields(o *eventlog.Object) {
 	o.String("prompt", p.Prompt)
 }
 
-func (p InteractionStarted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p InteractionStarted) EncodedLen() int              { return encodedLen(p) }
+func (p InteractionStarted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p InteractionStarted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readInteractionStarted(d *reader) Payload {
 	return InteractionStarted{
@@ -47,8 +55,16 @@ func (p InteractionAnswered) fields(o *eventlog.Object) {
 	o.OptionalString("answer", p.Answer)
 }
 
-func (p InteractionAnswered) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p InteractionAnswered) EncodedLen() int              { return encodedLen(p) }
+func (p InteractionAnswered) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p InteractionAnswered) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readInteractionAnswered(d *reader) Payload {
 	return InteractionAnswered{
@@ -70,8 +86,16 @@ func (p InteractionFailed) fields(o *eventlog.Object) {
 	writeProblem(o, "problem", p.Problem)
 }
 
-func (p InteractionFailed) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p InteractionFailed) EncodedLen() int              { return encodedLen(p) }
+func (p InteractionFailed) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p InteractionFailed) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readInteractionFailed(d *reader) Payload {
 	return InteractionFailed{
@@ -91,8 +115,16 @@ func (p InteractionCancelled) fields(o *eventlog.Object) {
 	o.String("interaction_id", string(p.InteractionID))
 }
 
-func (p InteractionCancelled) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p InteractionCancelled) EncodedLen() int              { return encodedLen(p) }
+func (p InteractionCancelled) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p InteractionCancelled) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readInteractionCancelled(d *reader) Payload {
 	return InteractionCancelled{InteractionID: id.Interaction(d.id("interaction_id"))}

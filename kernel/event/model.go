@@ -23,8 +23,16 @@ func (p ModelStarted) fields(o *eventlog.Object) {
 	o.OptionalString("model", p.Model)
 }
 
-func (p ModelStarted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ModelStarted) EncodedLen() int              { return encodedLen(p) }
+func (p ModelStarted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ModelStarted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readModelStarted(d *reader) Payload {
 	return ModelStarted{
@@ -48,8 +56,16 @@ func (p ModelTextDelta) fields(o *eventlog.Object) {
 	o.String("text", p.Text)
 }
 
-func (p ModelTextDelta) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ModelTextDelta) EncodedLen() int              { return encodedLen(p) }
+func (p ModelTextDelta) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ModelTextDelta) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readModelTextDelta(d *reader) Payload {
 	return ModelTextDelta{
@@ -75,8 +91,16 @@ func (p ModelCompleted) fields(o *eventlog.Object) {
 	o.Int("tool_calls", int64(p.ToolCalls))
 }
 
-func (p ModelCompleted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ModelCompleted) EncodedLen() int              { return encodedLen(p) }
+func (p ModelCompleted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ModelCompleted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readModelCompleted(d *reader) Payload {
 	p := ModelCompleted{
@@ -108,8 +132,16 @@ func (p ModelFailed) fields(o *eventlog.Object) {
 	o.Bool("observed", p.Observed)
 }
 
-func (p ModelFailed) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ModelFailed) EncodedLen() int              { return encodedLen(p) }
+func (p ModelFailed) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ModelFailed) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readModelFailed(d *reader) Payload {
 	return ModelFailed{
@@ -130,8 +162,16 @@ func (p ModelCancelled) fields(o *eventlog.Object) {
 	o.String("operation_id", string(p.OperationID))
 }
 
-func (p ModelCancelled) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ModelCancelled) EncodedLen() int              { return encodedLen(p) }
+func (p ModelCancelled) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ModelCancelled) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readModelCancelled(d *reader) Payload {
 	return ModelCancelled{OperationID: id.Operation(d.id("operation_id"))}

@@ -26,8 +26,16 @@ func (p RunStarted) fields(o *eventlog.Object) {
 	o.OptionalString("model", p.Model)
 }
 
-func (p RunStarted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p RunStarted) EncodedLen() int              { return encodedLen(p) }
+func (p RunStarted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p RunStarted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readRunStarted(d *reader) Payload {
 	return RunStarted{
@@ -67,8 +75,16 @@ func (p RunCompleted) fields(o *eventlog.Object) {
 	o.OptionalString("final_text", p.FinalText)
 }
 
-func (p RunCompleted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p RunCompleted) EncodedLen() int              { return encodedLen(p) }
+func (p RunCompleted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p RunCompleted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readRunCompleted(d *reader) Payload {
 	p := RunCompleted{RunID: id.Run(d.id("run_id"))}
@@ -94,8 +110,16 @@ func (p RunFailed) fields(o *eventlog.Object) {
 	usage(o, p.Turns, p.InputTokens, p.OutputTokens)
 }
 
-func (p RunFailed) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p RunFailed) EncodedLen() int              { return encodedLen(p) }
+func (p RunFailed) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p RunFailed) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readRunFailed(d *reader) Payload {
 	p := RunFailed{RunID: id.Run(d.id("run_id")), Problem: d.problem("problem")}
@@ -118,8 +142,16 @@ func (p RunCancelled) fields(o *eventlog.Object) {
 	usage(o, p.Turns, p.InputTokens, p.OutputTokens)
 }
 
-func (p RunCancelled) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p RunCancelled) EncodedLen() int              { return encodedLen(p) }
+func (p RunCancelled) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p RunCancelled) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readRunCancelled(d *reader) Payload {
 	p := RunCancelled{RunID: id.Run(d.id("run_id"))}

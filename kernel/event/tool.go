@@ -33,8 +33,16 @@ func (p ToolStarted) fields(o *eventlog.Object) {
 	o.OptionalString("replay", p.Replay)
 }
 
-func (p ToolStarted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ToolStarted) EncodedLen() int              { return encodedLen(p) }
+func (p ToolStarted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ToolStarted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readToolStarted(d *reader) Payload {
 	return ToolStarted{
@@ -62,8 +70,16 @@ func (p ToolProgress) fields(o *eventlog.Object) {
 	o.String("message", p.Message)
 }
 
-func (p ToolProgress) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ToolProgress) EncodedLen() int              { return encodedLen(p) }
+func (p ToolProgress) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ToolProgress) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readToolProgress(d *reader) Payload {
 	return ToolProgress{
@@ -94,8 +110,16 @@ func (p ToolCompleted) fields(o *eventlog.Object) {
 	writeOptionalProblem(o, "problem", p.Problem)
 }
 
-func (p ToolCompleted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ToolCompleted) EncodedLen() int              { return encodedLen(p) }
+func (p ToolCompleted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ToolCompleted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readToolCompleted(d *reader) Payload {
 	return ToolCompleted{
@@ -129,8 +153,16 @@ func (p ToolFailed) fields(o *eventlog.Object) {
 	writeProblem(o, "problem", p.Problem)
 }
 
-func (p ToolFailed) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ToolFailed) EncodedLen() int              { return encodedLen(p) }
+func (p ToolFailed) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ToolFailed) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readToolFailed(d *reader) Payload {
 	return ToolFailed{
@@ -161,8 +193,16 @@ func (p ToolCancelled) fields(o *eventlog.Object) {
 	o.String("outcome", p.Outcome)
 }
 
-func (p ToolCancelled) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p ToolCancelled) EncodedLen() int              { return encodedLen(p) }
+func (p ToolCancelled) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p ToolCancelled) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readToolCancelled(d *reader) Payload {
 	return ToolCancelled{

@@ -21,8 +21,16 @@ func (p TurnStarted) fields(o *eventlog.Object) {
 	o.Int("index", int64(p.Index))
 }
 
-func (p TurnStarted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p TurnStarted) EncodedLen() int              { return encodedLen(p) }
+func (p TurnStarted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p TurnStarted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readTurnStarted(d *reader) Payload {
 	return TurnStarted{RunID: id.Run(d.id("run_id")), TurnID: id.Turn(d.id("turn_id")), Index: d.count("index")}
@@ -41,8 +49,16 @@ func (p TurnCompleted) fields(o *eventlog.Object) {
 	o.Int("index", int64(p.Index))
 }
 
-func (p TurnCompleted) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p TurnCompleted) EncodedLen() int              { return encodedLen(p) }
+func (p TurnCompleted) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p TurnCompleted) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readTurnCompleted(d *reader) Payload {
 	return TurnCompleted{TurnID: id.Turn(d.id("turn_id")), Index: d.count("index")}
@@ -63,8 +79,16 @@ func (p TurnFailed) fields(o *eventlog.Object) {
 	writeProblem(o, "problem", p.Problem)
 }
 
-func (p TurnFailed) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p TurnFailed) EncodedLen() int              { return encodedLen(p) }
+func (p TurnFailed) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p TurnFailed) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readTurnFailed(d *reader) Payload {
 	return TurnFailed{TurnID: id.Turn(d.id("turn_id")), Index: d.count("index"), Problem: d.problem("problem")}
@@ -83,8 +107,16 @@ func (p TurnCancelled) fields(o *eventlog.Object) {
 	o.Int("index", int64(p.Index))
 }
 
-func (p TurnCancelled) AppendJSON(dst []byte) []byte { return appendJSON(p, dst) }
-func (p TurnCancelled) EncodedLen() int              { return encodedLen(p) }
+func (p TurnCancelled) AppendJSON(dst []byte) []byte {
+	o := eventlog.AppendObject(dst)
+	p.fields(&o)
+	return o.End()
+}
+func (p TurnCancelled) EncodedLen() int {
+	o := eventlog.MeasureObject()
+	p.fields(&o)
+	return o.Len()
+}
 
 func readTurnCancelled(d *reader) Payload {
 	return TurnCancelled{TurnID: id.Turn(d.id("turn_id")), Index: d.count("index")}

@@ -19,6 +19,12 @@ type LeaseConfig struct {
 	// ReleaseTimeout is the longest Release waits for the release
 	// callback; zero means DefaultReleaseTimeout, negative is an error.
 	ReleaseTimeout time.Duration
+	// Inline says the release callback is the source's own non-blocking
+	// reference decrement, so Release runs it on the caller's goroutine:
+	// still exactly once and with panics contained, but without a goroutine
+	// and timer per release. Sources must not set it for callbacks they do
+	// not control.
+	Inline bool
 }
 
 // Lease pins one Plan to its holder until Release (K12, K14). The plan a
@@ -30,6 +36,7 @@ type Lease struct {
 	plan    Plan
 	release func() error
 	timeout time.Duration
+	inline  bool
 
 	started atomic.Bool   // the first Release call has begun
 	settled chan struct{} // closed once outcome is final
@@ -59,7 +66,7 @@ func NewLease(p Plan, release func() error, cfg LeaseConfig) (*Lease, error) {
 	if release == nil {
 		release = func() error { return nil }
 	}
-	return &Lease{plan: p, release: release, timeout: timeout, settled: make(chan struct{})}, nil
+	return &Lease{plan: p, release: release, timeout: timeout, inline: cfg.Inline, settled: make(chan struct{})}, nil
 }
 
 // Plan returns the leased plan.
@@ -78,6 +85,10 @@ func (l *Lease) Plan() Plan { return l.plan }
 // timed-out *ReleaseError of its own without changing the settled outcome.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.started.CompareAndSwap(false, true) {
+		if l.inline {
+			l.call()
+			return l.result()
+		}
 		go l.call()
 		t := time.AfterFunc(l.timeout, l.expire)
 		select {

@@ -235,3 +235,23 @@ func TestK14_NewLeaseValidates(t *testing.T) {
 	_, err = plan.NewLease(newPlan(t, "plan-1", nil), nil, plan.LeaseConfig{ReleaseTimeout: -time.Second})
 	require.ErrorIs(t, err, bound.ErrInvalid)
 }
+
+func TestK14_InlineReleaseExactlyOnceAndPanicContained(t *testing.T) {
+	p := newPlan(t, "plan-1", baseConfigs())
+	var calls atomic.Int32
+	l, err := plan.NewLease(p, func() error { calls.Add(1); panic("secret-token") }, plan.LeaseConfig{Inline: true})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = l.Release(context.Background()) })
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), calls.Load())
+	var re *plan.ReleaseError
+	for _, err := range errs {
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, plan.ReleasePanicked, re.Reason)
+		require.NotContains(t, err.Error(), "secret-token")
+	}
+}

@@ -87,8 +87,12 @@ func NewMemoryWith(cfg MemoryConfig) (*Memory, error) {
 	if cfg.Lease.ReleaseTimeout < 0 {
 		return nil, bound.Malformedf("lease.release_timeout", "must not be negative")
 	}
+	// The Memory's release callback is its own reference decrement under
+	// its mutex: it never blocks, so it runs inline (LeaseConfig.Inline).
+	leaseCfg := cfg.Lease
+	leaseCfg.Inline = true
 	m := &Memory{
-		leaseCfg:    cfg.Lease,
+		leaseCfg:    leaseCfg,
 		maxRetained: maxRetained,
 		byID:        make(map[ID]*entry),
 		used:        make(map[ID]struct{}),

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/interaction"
 )
 
 // Errors a tool receives from the reporter the dispatcher hands it.
@@ -73,4 +74,33 @@ func (r *callReporter) close() error {
 	r.closed = true
 	r.next = nil
 	return r.failure
+}
+
+// ErrNoAsker is returned by Ask when the run gave the call no way to ask a
+// question.
+var ErrNoAsker = errors.New("tool: questions are not available to this call")
+
+var _ interaction.Asker = (*callReporter)(nil)
+
+// Ask forwards a question to the underlying Reporter when it is an
+// interaction.Asker, only while Execute runs. The wait for the answer does
+// not hold the reporter's lock: the run cancels questions still in flight
+// when the call ends (K28).
+func (r *callReporter) Ask(ctx context.Context, prompt string, choices ...string) (answer string, err error) {
+	r.mu.Lock()
+	closed, next := r.closed, r.next
+	r.mu.Unlock()
+	if closed {
+		return "", ErrReporterClosed
+	}
+	a, ok := next.(interaction.Asker)
+	if !ok {
+		return "", ErrNoAsker
+	}
+	defer func() {
+		if recover() != nil {
+			answer, err = "", ErrReporterPanic
+		}
+	}()
+	return a.Ask(ctx, prompt, choices...)
 }

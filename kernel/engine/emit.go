@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+)
+
+// lifeKind names a lifecycle the loop has started and must end (K15).
+type lifeKind uint8
+
+const (
+	lifeTurn lifeKind = iota + 1
+	lifeModel
+	lifeTool
+)
+
+// lifecycle is an open started event awaiting its terminal.
+type lifecycle struct {
+	kind     lifeKind
+	turn     id.Turn
+	index    int
+	op       id.Operation
+	call     tool.Call
+	def      tool.Definition
+	observed bool // a model stream produced an item
+}
+
+// append commits one event. Appends never use the caller's cancellation:
+// an event the run decided to write is written, or its failure reported
+// (K16, K24). With required observers the wait for them is bounded.
+func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err error) {
+	if len(r.e.cfg.Required) > 0 && ctx == r.appendCtx {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.e.cfg.FinalizeTimeout)
+		defer cancel()
+	}
+	ev, err := r.log.Append(ctx, event.Record(r.now(), p))
+	return !ev.IsZero(), err
+}
+
+func (r *Run) emit(p event.Payload) error {
+	_, err := r.append(r.appendCtx, p)
+	return err
+}
+
+// start emits a started event and opens its lifecycle. A committed event
+// opens the lifecycle even when an observer then fails, so that it still
+// gets its terminal.
+func (r *Run) start(lc lifecycle, p event.Payload) error {
+	committed, err := r.append(r.appendCtx, p)
+	if committed {
+		r.open = append(r.open, lc)
+	}
+	return err
+}
+
+// end emits the terminal of the innermost open lifecycle.
+func (r *Run) end(p event.Payload) error {
+	committed, err := r.append(r.appendCtx, p)
+	if committed {
+		r.open = r.open[:len(r.open)-1]
+	}
+	return err
+}
+
+// emitFailed turns an append error into the run's failure. The committed
+// sequence stays; the failure is reported by the later terminals (K16).
+func (r *Run) emitFailed(err error) outcome {
+	var oe *eventlog.ObserverError
+	if errors.As(err, &oe) {
+		return failed(problemObserver, err)
+	}
+	return failed(problemLog, err)
+}
+
+// now reads the injected clock, containing its panics: a broken clock must
+// not stop terminals from being written.
+func (r *Run) now() (t time.Time) {
+	defer func() {
+		if recover() != nil {
+			t = time.Unix(0, 0).UTC()
+		}
+	}()
+	return r.e.cfg.Clock.Now()
+}
+
+// finalize closes every open lifecycle, releases the lease and writes the
+// run's single terminal, all under a context that the caller's
+// cancellation cannot cut and that is bounded by FinalizeTimeout (K26).
+func (r *Run) finalize(out outcome) {
+	fctx := r.appendCtx
+	if r.e.cfg.observed() {
+		// Only observers can block finalization; the lease bounds its
+		// own release.
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(fctx, r.e.cfg.FinalizeTimeout)
+		defer cancel()
+	}
+	var finErr error
+	for len(r.open) > 0 {
+		lc := r.open[len(r.open)-1]
+		r.open = r.open[:len(r.open)-1]
+		if _, err := r.append(fctx, r.closing(lc, out)); err != nil && finErr == nil {
+			finErr = err
+		}
+	}
+	if err := r.lease.Release(fctx); err != nil {
+		if out.status == Failed {
+			out.cause = errors.Join(out.cause, err)
+		} else {
+			out = failed(problemRelease, err)
+		}
+	}
+	var durable error
+	if out.status != Suspended {
+		if _, err := r.append(fctx, r.terminal(out)); err != nil {
+			durable = err
+		}
+	}
+	if durable == nil {
+		durable = finErr
+	}
+	_ = r.log.Close(fctx)
+	r.st.lastSeq = r.log.Stats().LastSeq
+	r.result = Result{Status: out.status, Final: out.final, Turns: r.st.turns, Usage: r.st.usage, Problem: out.problem, LastSeq: r.st.lastSeq}
+	r.err = outcomeErr(out)
+	if durable != nil {
+		r.err = &DurabilityError{Seq: r.st.lastSeq, Outcome: r.err, Err: durable}
+	}
+	r.cancel()
+	r.e.unregister(r)
+	close(r.done)
+}
+
+func outcomeErr(out outcome) error {
+	switch out.status {
+	case Completed:
+		return nil
+	case Cancelled:
+		return ErrCancelled
+	case Suspended:
+		return ErrSuspended
+	}
+	return &Failure{Problem: out.problem, Cause: out.cause}
+}
+
+// closing returns the terminal event for an open lifecycle: cancelled when
+// the run was cancelled, failed otherwise.
+func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
+	cancelled := out.status == Cancelled
+	p := out.problem
+	if p.IsZero() {
+		p = problemCancelled
+	}
+	switch lc.kind {
+	case lifeTurn:
+		if cancelled {
+			return event.TurnCancelled{TurnID: lc.turn, Index: lc.index}
+		}
+		return event.TurnFailed{TurnID: lc.turn, Index: lc.index, Problem: p}
+	case lifeModel:
+		if cancelled {
+			return event.ModelCancelled{OperationID: lc.op}
+		}
+		return event.ModelFailed{OperationID: lc.op, Problem: p, Observed: lc.observed}
+	default:
+		// The call may have run: for a mutating tool its effect is unknown.
+		o := tool.Definitive
+		if lc.def.Effect() == tool.Mutating {
+			o = tool.Uncertain
+			r.st.uncertain = true
+		}
+		if cancelled {
+			return event.ToolCancelled{OperationID: lc.op, CallID: lc.call.ID(), Name: lc.call.Name(), Outcome: o.String()}
+		}
+		return event.ToolFailed{OperationID: lc.op, CallID: lc.call.ID(), Name: lc.call.Name(),
+			Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: p}
+	}
+}
+
+// terminal returns the run's single terminal event.
+func (r *Run) terminal(out outcome) event.Payload {
+	in, outTok := r.st.usage.Input(), r.st.usage.Output()
+	switch out.status {
+	case Completed:
+		return event.RunCompleted{RunID: r.id, Turns: r.st.turns, InputTokens: in, OutputTokens: outTok, FinalText: out.final.Text()}
+	case Cancelled:
+		return event.RunCancelled{RunID: r.id, Turns: r.st.turns, InputTokens: in, OutputTokens: outTok}
+	}
+	return event.RunFailed{RunID: r.id, Problem: out.problem, Turns: r.st.turns, InputTokens: in, OutputTokens: outTok}
+}

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/message"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+)
+
+// ErrClosed is returned by Start and Resume after Close or Shutdown.
+var ErrClosed = errors.New("engine: closed")
+
+// Engine starts and tracks runs. It is safe for concurrent use; one engine
+// serves any number of runs.
+type Engine struct {
+	cfg Config
+
+	mu     sync.Mutex
+	closed bool
+	active map[*Run]struct{}
+	idle   chan struct{} // made by Close; closed when active becomes empty
+}
+
+// New validates cfg and returns an engine.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, active: make(map[*Run]struct{})}, nil
+}
+
+// Start validates the definition and input, leases the current plan (K13),
+// and only then allocates IDs and starts the run. The run lives under ctx:
+// cancelling ctx, or calling Run.Cancel, cancels it (K24).
+//
+// Errors before the lease leave no trace; after it, every outcome is
+// reported by the run's events and Wait.
+func (e *Engine) Start(ctx context.Context, def Definition, input message.Message) (*Run, error) {
+	r, err := e.prepare(ctx, def, input)
+	if err != nil {
+		return nil, err
+	}
+	go r.loop(true)
+	return r, nil
+}
+
+// Run is Start followed by the run's loop on the calling goroutine: when it
+// returns without an error the run has ended, and its Wait returns at once.
+// It saves the goroutine hand-off of Start for callers that would wait
+// anyway; events, observers, cancellation and finalization are the same.
+func (e *Engine) Run(ctx context.Context, def Definition, input message.Message) (*Run, error) {
+	r, err := e.prepare(ctx, def, input)
+	if err != nil {
+		return nil, err
+	}
+	r.loop(true)
+	return r, nil
+}
+
+func (e *Engine) prepare(ctx context.Context, def Definition, input message.Message) (*Run, error) {
+	if err := e.checkStart(def, input); err != nil {
+		return nil, err
+	}
+	lease, err := leasePlan(ctx, func(ctx context.Context) (*plan.Lease, error) { return e.cfg.Plans.Lease(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	return e.newRun(ctx, "", def, lease, state{history: []message.Message{input}})
+}
+
+func (e *Engine) checkStart(def Definition, input message.Message) error {
+	if def.IsZero() {
+		return bound.Missing("definition")
+	}
+	if def.maxTurns > e.cfg.Limits.MaxTurns {
+		return bound.Count("definition.max_turns", def.maxTurns, e.cfg.Limits.MaxTurns)
+	}
+	if input.IsZero() {
+		return bound.Missing("input")
+	}
+	if input.Role() != message.RoleUser {
+		return bound.Malformedf("input.role", "the input must be a user message")
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// leasePlan calls the plan source with its panics contained (K25).
+func leasePlan(ctx context.Context, lease func(context.Context) (*plan.Lease, error)) (l *plan.Lease, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			l, err = nil, &Failure{Problem: problemPanic("plan_source"), Cause: errPanic}
+		}
+	}()
+	l, err = lease(ctx)
+	if err == nil && l == nil {
+		err = errors.New("engine: plan source returned no lease")
+	}
+	return l, err
+}
+
+// register adds r to the active set, or refuses it after Close.
+func (e *Engine) register(r *Run) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.active[r] = struct{}{}
+	return true
+}
+
+func (e *Engine) unregister(r *Run) {
+	e.mu.Lock()
+	delete(e.active, r)
+	if len(e.active) == 0 && e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
+	e.mu.Unlock()
+}
+
+// Close refuses new runs and waits until every active run has ended or ctx
+// is done (K27).
+func (e *Engine) Close(ctx context.Context) error { return e.drain(ctx, false) }
+
+// Shutdown refuses new runs, asks every active run to cancel, and waits
+// until they have ended or ctx is done (K27).
+func (e *Engine) Shutdown(ctx context.Context) error { return e.drain(ctx, true) }
+
+func (e *Engine) drain(ctx context.Context, cancel bool) error {
+	e.mu.Lock()
+	e.closed = true
+	if len(e.active) == 0 {
+		e.mu.Unlock()
+		return nil
+	}
+	if e.idle == nil {
+		e.idle = make(chan struct{})
+	}
+	idle := e.idle
+	var runs []*Run
+	if cancel {
+		for r := range e.active {
+			runs = append(runs, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		r.Cancel()
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/interaction"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+)
+
+// ErrReporterClosed is returned to a tool that reports progress or asks a
+// question after its call has ended.
+var ErrReporterClosed = errors.New("engine: call has ended")
+
+var (
+	problemNoBroker = problem.Must(CodeInteraction, "no interaction broker is configured")
+	problemBroker   = problem.Must(CodeInteraction, "the interaction broker failed")
+	problemAnswer   = problem.Must("invalid_answer", "the answer did not fit the question")
+	problemIxEvent  = problem.Must(CodeObserverFailed, "the interaction could not be recorded")
+)
+
+// reporter is what a tool call gets as its tool.Reporter. It writes
+// tool.progress events and carries questions to the broker as
+// interactions (K28). It is safe for concurrent use by the tool.
+type reporter struct {
+	r      *Run
+	op     id.Operation
+	call   id.Call
+	turn   id.Turn
+	mu     sync.Mutex
+	closed bool
+	asks   map[*ask]struct{}
+	idle   chan struct{} // closed when asks becomes empty after close
+}
+
+type ask struct{ cancel context.CancelFunc }
+
+var (
+	_ tool.Reporter     = (*reporter)(nil)
+	_ interaction.Asker = (*reporter)(nil)
+)
+
+func newReporter(r *Run, op id.Operation, call id.Call, turn id.Turn) *reporter {
+	return &reporter{r: r, op: op, call: call, turn: turn}
+}
+
+// Report records one progress report as a tool.progress event.
+func (p *reporter) Report(ctx context.Context, pr tool.Progress) error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrReporterClosed
+	}
+	_, err := p.r.append(p.r.appendCtx, event.ToolProgress{OperationID: p.op, CallID: pr.CallID(), Message: pr.Message()})
+	return err
+}
+
+// Ask puts a question to the broker. The interaction gets exactly one
+// terminal event before Ask returns.
+func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (string, error) {
+	a, actx, err := p.begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer p.finish(a)
+	r := p.r
+	ixID, err := newID[id.Interaction](r.e, id.KindInteraction, "interaction_id")
+	if err != nil {
+		return "", err
+	}
+	if !r.useInteraction(ixID) {
+		return "", &Failure{Problem: problemID, Cause: errors.New("engine: interaction ID already used")}
+	}
+	q, err := interaction.NewQuestion(ixID, prompt, choices...)
+	if err != nil {
+		return "", err // nothing started: the question itself is invalid
+	}
+	committed, err := r.append(r.appendCtx, event.InteractionStarted{InteractionID: ixID, TurnID: p.turn, Prompt: prompt})
+	if !committed {
+		return "", err
+	}
+	if err != nil {
+		return "", p.failIx(ixID, problemIxEvent, err)
+	}
+	if r.e.cfg.Broker == nil {
+		return "", p.failIx(ixID, problemNoBroker, errNoBroker)
+	}
+	ans, err := askBroker(actx, r.e.cfg.Broker, q)
+	switch {
+	case errors.Is(err, errPanic):
+		return "", p.failIx(ixID, problemPanic("interaction broker"), err)
+	case err != nil && actx.Err() != nil && isContextErr(err):
+		_, aerr := r.append(r.appendCtx, event.InteractionCancelled{InteractionID: ixID})
+		return "", errors.Join(err, aerr)
+	case err != nil:
+		return "", p.failIx(ixID, problemBroker, err)
+	}
+	if err := q.Check(ans); err != nil {
+		return "", p.failIx(ixID, problemAnswer, err)
+	}
+	if _, err := r.append(r.appendCtx, event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
+		return "", err
+	}
+	return ans.Text(), nil
+}
+
+var errNoBroker = errors.New("engine: no interaction broker")
+
+func (p *reporter) failIx(ixID id.Interaction, pr problem.Problem, cause error) error {
+	_, err := p.r.append(p.r.appendCtx, event.InteractionFailed{InteractionID: ixID, Problem: pr})
+	return errors.Join(&Failure{Problem: pr, Cause: cause}, err)
+}
+
+func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil, ErrReporterClosed
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a := &ask{cancel: cancel}
+	if p.asks == nil {
+		p.asks = make(map[*ask]struct{})
+	}
+	p.asks[a] = struct{}{}
+	return a, actx, nil
+}
+
+func (p *reporter) finish(a *ask) {
+	a.cancel()
+	p.mu.Lock()
+	delete(p.asks, a)
+	if len(p.asks) == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.mu.Unlock()
+}
+
+// close ends the reporter when the call has returned: later reports and
+// questions are refused, questions still in flight are cancelled, and close
+// waits for them, bounded by the finalization timeout, so their terminals
+// come before the tool's.
+func (p *reporter) close() {
+	p.mu.Lock()
+	p.closed = true
+	if len(p.asks) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	for a := range p.asks {
+		a.cancel()
+	}
+	p.idle = make(chan struct{})
+	idle := p.idle
+	p.mu.Unlock()
+	t := time.NewTimer(p.r.e.cfg.FinalizeTimeout)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+}
+
+// useInteraction records ixID as used; it reports false for a reused ID.
+func (r *Run) useInteraction(ixID id.Interaction) bool {
+	r.ixMu.Lock()
+	defer r.ixMu.Unlock()
+	if slices.Contains(r.st.interactions, ixID) {
+		return false
+	}
+	r.st.interactions = append(r.st.interactions, ixID)
+	return true
+}
+
+func askBroker(ctx context.Context, b interaction.Broker, q interaction.Question) (a interaction.Answer, err error) {
+	defer func() {
+		if recover() != nil {
+			a, err = interaction.Answer{}, errPanic
+		}
+	}()
+	return b.Ask(ctx, q)
+}

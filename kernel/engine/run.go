@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/message"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+)
+
+// Status is where a run is in its life.
+type Status uint8
+
+const (
+	Running Status = iota + 1
+	Completed
+	Failed
+	Cancelled
+	// Suspended: stopped at a turn boundary on request, without a run
+	// terminal; its snapshot can be resumed.
+	Suspended
+)
+
+var statusNames = [...]string{Running: "running", Completed: "completed", Failed: "failed", Cancelled: "cancelled", Suspended: "suspended"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) && statusNames[s] != "" {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// Result is what Wait returns once a run has ended.
+type Result struct {
+	Status  Status
+	Final   message.Message // the final assistant message, if the run completed
+	Turns   int             // completed turns
+	Usage   model.Usage     // summed over every model operation
+	Problem problem.Problem // why it failed, if it failed
+	LastSeq uint64          // the run's last event sequence
+}
+
+// state is what the loop owns while the run is active and what a snapshot
+// holds once it is not.
+type state struct {
+	history      []message.Message
+	turns        int
+	usage        model.Usage
+	lastSeq      uint64
+	interactions []id.Interaction // used interaction IDs, never reused
+	uncertain    bool             // a mutating tool call ended uncertain
+}
+
+// Run is one active or finished run.
+type Run struct {
+	e      *Engine
+	id     id.Run
+	def    Definition
+	lease  *plan.Lease
+	plan   plan.Plan
+	log    *eventlog.Log
+	ctx    context.Context
+	cancel context.CancelFunc
+	// appendCtx is ctx without its cancellation: events the run decided
+	// to write are written even after the caller cancels (K24).
+	appendCtx context.Context
+	tools     []tool.Definition // the leased plan's definitions, for requests
+
+	suspend atomic.Bool
+	done    chan struct{}
+
+	// Owned by the loop goroutine until done is closed; read-only after.
+	st      state
+	open    []lifecycle  // started lifecycles awaiting a terminal, innermost last
+	openBuf [2]lifecycle // a turn and one operation: open's usual storage
+	ixMu    sync.Mutex   // guards st.interactions and the interactions in flight
+	result  Result
+	err     error
+}
+
+// ID returns the run ID.
+func (r *Run) ID() id.Run { return r.id }
+
+// Plan returns the identity of the plan the run leased.
+func (r *Run) Plan() plan.Identity { return r.plan.Identity() }
+
+// Definition returns the run's definition.
+func (r *Run) Definition() Definition { return r.def }
+
+// Cancel asks the run to stop. It returns at once; Wait reports the end.
+func (r *Run) Cancel() { r.cancel() }
+
+// Suspend asks the run to stop at its next turn boundary without a run
+// terminal, so that its snapshot can be resumed later.
+func (r *Run) Suspend() { r.suspend.Store(true) }
+
+// Done is closed when the run has ended.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run has ended or ctx is done. The error is nil for a
+// completed run, ErrCancelled for a cancelled one, ErrSuspended for a
+// suspended one, a *Failure for a failed one, and a *DurabilityError when the
+// terminal event could not be made durable (K26).
+func (r *Run) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-r.done:
+		return r.result, r.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Subscribe returns a cursor over the run's events after afterSeq (K19).
+func (r *Run) Subscribe(ctx context.Context, afterSeq uint64) (*eventlog.Subscription, error) {
+	return r.log.Subscribe(ctx, afterSeq)
+}
+
+// Stats returns the run log's health stats (K20).
+func (r *Run) Stats() eventlog.Stats { return r.log.Stats() }
+
+func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease *plan.Lease, st state) (*Run, error) {
+	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), done: make(chan struct{}), st: st}
+	r.open = r.openBuf[:0]
+	fail := func(err error) (*Run, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FinalizeTimeout)
+		defer cancel()
+		if rerr := lease.Release(fctx); rerr != nil {
+			return nil, &Failure{Problem: problem.Must(CodeReleaseFailed, "the plan lease could not be released"), Cause: rerr}
+		}
+		return nil, err
+	}
+	var err error
+	if runID == "" {
+		if runID, err = newID[id.Run](e, id.KindRun, "run_id"); err != nil {
+			return fail(err)
+		}
+	}
+	r.id = runID
+	cfg := e.cfg.logConfig()
+	if st.lastSeq > 0 {
+		cfg.After = st.lastSeq
+	}
+	if r.log, err = eventlog.New(cfg); err != nil {
+		return fail(err)
+	}
+	if !e.register(r) {
+		r.log.Close(ctx)
+		return fail(ErrClosed)
+	}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.appendCtx = context.WithoutCancel(r.ctx)
+	r.tools = slices.Collect(r.plan.Definitions())
+	return r, nil
+}
+
+// newID asks the injected source for an ID, containing its panics and
+// validating what it returns.
+func newID[T ~string](e *Engine, k id.Kind, field string) (v T, err error) {
+	defer func() {
+		if recover() != nil {
+			v, err = "", &Failure{Problem: problemPanic("ID source"), Cause: errPanic}
+		}
+	}()
+	return id.Parse[T](field, e.cfg.IDs.New(k))
+}
