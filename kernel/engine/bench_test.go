@@ -33,7 +33,7 @@ func benchEngine(b *testing.B, tools []tool.Tool, script ...[]model.Item) *engin
 // benchRun runs the loop on the benchmark goroutine (Engine.Run).
 func benchRun(b *testing.B, e *engine.Engine, turns int) {
 	def := definition(b, turns)
-	in := user(b, "hello")
+	in := engine.Input{Message: user(b, "hello")}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -52,7 +52,7 @@ func benchRun(b *testing.B, e *engine.Engine, turns int) {
 func BenchmarkEngineStartWait(b *testing.B) {
 	e := benchEngine(b, nil, enginetest.Answer("Hello there."))
 	def := definition(b, 4)
-	in := user(b, "hello")
+	in := engine.Input{Message: user(b, "hello")}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -105,7 +105,7 @@ func BenchmarkEngineCancel(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = e.Close(context.Background()) })
 	def := definition(b, 4)
-	in := user(b, "hello")
+	in := engine.Input{Message: user(b, "hello")}
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,16 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/plan"
 )
 
+// Input is what a run starts from.
+type Input struct {
+	// Message is the user message that starts the run.
+	Message message.Message
+	// Plan, when set, makes the run lease exactly this plan instead of
+	// the source's current one (K12), so that several runs can share one
+	// plan while newer plans are activated.
+	Plan plan.ID
+}
+
 // ErrClosed is returned by Start and Resume after Close or Shutdown.
 var ErrClosed = errors.New("engine: closed")
 
@@ -38,7 +48,7 @@ func New(cfg Config) (*Engine, error) {
 //
 // Errors before the lease leave no trace; after it, every outcome is
 // reported by the run's events and Wait.
-func (e *Engine) Start(ctx context.Context, def Definition, input message.Message) (*Run, error) {
+func (e *Engine) Start(ctx context.Context, def Definition, input Input) (*Run, error) {
 	r, err := e.prepare(ctx, def, input)
 	if err != nil {
 		return nil, err
@@ -51,7 +61,7 @@ func (e *Engine) Start(ctx context.Context, def Definition, input message.Messag
 // returns without an error the run has ended, and its Wait returns at once.
 // It saves the goroutine hand-off of Start for callers that would wait
 // anyway; events, observers, cancellation and finalization are the same.
-func (e *Engine) Run(ctx context.Context, def Definition, input message.Message) (*Run, error) {
+func (e *Engine) Run(ctx context.Context, def Definition, input Input) (*Run, error) {
 	r, err := e.prepare(ctx, def, input)
 	if err != nil {
 		return nil, err
@@ -60,15 +70,20 @@ func (e *Engine) Run(ctx context.Context, def Definition, input message.Message)
 	return r, nil
 }
 
-func (e *Engine) prepare(ctx context.Context, def Definition, input message.Message) (*Run, error) {
-	if err := e.checkStart(def, input); err != nil {
+func (e *Engine) prepare(ctx context.Context, def Definition, input Input) (*Run, error) {
+	if err := e.checkStart(def, input.Message); err != nil {
 		return nil, err
 	}
-	lease, err := leasePlan(ctx, func(ctx context.Context) (*plan.Lease, error) { return e.cfg.Plans.Lease(ctx) })
+	lease, err := leasePlan(ctx, func(ctx context.Context) (*plan.Lease, error) {
+		if input.Plan != "" {
+			return e.cfg.Plans.LeaseExact(ctx, input.Plan)
+		}
+		return e.cfg.Plans.Lease(ctx)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return e.newRun(ctx, "", def, lease, state{history: []message.Message{input}})
+	return e.newRun(ctx, "", def, lease, state{history: []message.Message{input.Message}})
 }
 
 func (e *Engine) checkStart(def Definition, input message.Message) error {

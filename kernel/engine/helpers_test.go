@@ -68,7 +68,7 @@ func user(t testing.TB, s string) message.Message {
 // run starts a run and waits for it.
 func (f *fixture) run(t testing.TB, maxTurns int) (*engine.Run, engine.Result, error) {
 	t.Helper()
-	r, err := f.eng.Start(context.Background(), definition(t, maxTurns), user(t, "hello"))
+	r, err := f.eng.Start(context.Background(), definition(t, maxTurns), engine.Input{Message: user(t, "hello")})
 	require.NoError(t, err)
 	res, err := r.Wait(context.Background())
 	return r, res, err
