@@ -48,7 +48,7 @@ func benchRun(b *testing.B, e *engine.Engine, turns int) {
 }
 
 // BenchmarkEngineStartWait is the text run through Start and Wait: the
-// same work plus the hand-off to the run's own goroutine.
+// same work plus the switch to the run's own goroutine.
 func BenchmarkEngineStartWait(b *testing.B) {
 	e := benchEngine(b, nil, enginetest.Answer("Hello there."))
 	def := definition(b, 4)

@@ -59,7 +59,7 @@ func (e *Engine) Start(ctx context.Context, def Definition, input Input) (*Run, 
 
 // Run is Start followed by the run's loop on the calling goroutine: when it
 // returns without an error the run has ended, and its Wait returns at once.
-// It saves the goroutine hand-off of Start for callers that would wait
+// It saves the goroutine switch of Start for callers that would wait
 // anyway; events, observers, cancellation and finalization are the same.
 func (e *Engine) Run(ctx context.Context, def Definition, input Input) (*Run, error) {
 	r, err := e.prepare(ctx, def, input)
