@@ -144,6 +144,7 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	}
 	r.id = runID
 	cfg := e.cfg.logConfig()
+	cfg.Name = string(runID)
 	if st.lastSeq > 0 {
 		cfg.After = st.lastSeq
 	}

@@ -77,6 +77,7 @@ type Record struct {
 // Event is one committed, immutable entry of a log. Its canonical encoding
 // is {"seq":N,"kind":"…","time":"…","payload":{…}}.
 type Event struct {
+	log     string // the log's name (Config.Name); not part of the encoding
 	seq     uint64
 	kind    string
 	time    time.Time
@@ -117,6 +118,11 @@ func (r Record) check() (int, error) {
 
 // Seq returns the event's sequence number, starting at 1.
 func (e Event) Seq() uint64 { return e.seq }
+
+// Log returns the name of the log that committed the event (Config.Name),
+// so that an observer shared by many logs knows where each event belongs.
+// It is not part of the event's encoding.
+func (e Event) Log() string { return e.log }
 
 // Kind returns the event's kind.
 func (e Event) Kind() string { return e.kind }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/id"
 )
 
 // Config configures a Log. New copies it.
@@ -33,6 +34,9 @@ type Config struct {
 	BestEffort []Observer
 	// Mailbox is each best-effort observer's mailbox size; 0 means 64.
 	Mailbox int
+	// Name names the log for observers shared by many logs (Event.Log):
+	// the engine uses the run ID. Optional; an identifier when set.
+	Name string
 	// After is the sequence the log continues from: its first event gets
 	// After+1. A run resumed from a snapshot continues its sequence this
 	// way instead of restarting at 1 (K29).
@@ -55,6 +59,11 @@ func (c Config) validate() error {
 		return bound.Malformedf("eventlog.max_lag", "must not be negative")
 	case c.Mailbox < 0:
 		return bound.Malformedf("eventlog.mailbox", "must not be negative")
+	}
+	if c.Name != "" {
+		if err := id.Check("eventlog.name", c.Name); err != nil {
+			return err
+		}
 	}
 	for _, o := range c.Required {
 		if o == nil {
@@ -195,6 +204,7 @@ func (l *Log) commit(e Event, terminal bool) (Event, error) {
 		return Event{}, ErrClosed
 	}
 	e.seq = l.last + 1
+	e.log = l.cfg.Name
 	e.size += UintLen(e.seq)
 	if e.size > maxBytes || e.size > MaxEventBytes {
 		l.stats.Rejected++

@@ -228,3 +228,28 @@ func TestStatsReportHealth(t *testing.T) {
 	require.Equal(t, uint64(1), st.SlowDisconnects)
 	require.Equal(t, uint64(1), st.OutOfRange)
 }
+
+func TestEventsCarryTheLogName(t *testing.T) {
+	var seen []string
+	l, err := eventlog.New(eventlog.Config{MaxEvents: 8, MaxBytes: 4096, Name: "run-7", After: 41,
+		Required: []eventlog.Observer{eventlog.ObserverFunc(func(_ context.Context, e eventlog.Event) error {
+			seen = append(seen, e.Log())
+			return nil
+		})}})
+	require.NoError(t, err)
+	e, err := l.Append(context.Background(), eventlog.Record{Kind: "x.started", Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Payload: mustRawForName(t)})
+	require.NoError(t, err)
+	require.Equal(t, "run-7", e.Log())
+	require.Equal(t, uint64(42), e.Seq(), "After continues the sequence")
+	require.Equal(t, []string{"run-7"}, seen)
+	require.NoError(t, l.Close(context.Background()))
+
+	_, err = eventlog.New(eventlog.Config{MaxEvents: 8, MaxBytes: 4096, Name: "bad name"})
+	require.ErrorIs(t, err, bound.ErrInvalid)
+}
+
+func mustRawForName(t *testing.T) eventlog.Raw {
+	r, err := eventlog.NewRaw([]byte(`{}`))
+	require.NoError(t, err)
+	return r
+}
