@@ -44,8 +44,21 @@ func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err 
 	return !ev.IsZero(), err
 }
 
+// loopAppend is append for the loop's own events. Once the clock has
+// panicked it reports the contained panic, so that the run fails at once
+// while its terminals are still written, with the zero Unix time.
+func (r *Run) loopAppend(p event.Payload) (committed bool, err error) {
+	committed, err = r.append(r.appendCtx, p)
+	if err == nil && r.clockBroken.Load() {
+		err = errClockPanic
+	}
+	return committed, err
+}
+
+var errClockPanic = errors.New("engine: clock panicked")
+
 func (r *Run) emit(p event.Payload) error {
-	_, err := r.append(r.appendCtx, p)
+	_, err := r.loopAppend(p)
 	return err
 }
 
@@ -53,7 +66,7 @@ func (r *Run) emit(p event.Payload) error {
 // opens the lifecycle even when an observer then fails, so that it still
 // gets its terminal.
 func (r *Run) start(lc lifecycle, p event.Payload) error {
-	committed, err := r.append(r.appendCtx, p)
+	committed, err := r.loopAppend(p)
 	if committed {
 		r.open = append(r.open, lc)
 	}
@@ -62,7 +75,7 @@ func (r *Run) start(lc lifecycle, p event.Payload) error {
 
 // end emits the terminal of the innermost open lifecycle.
 func (r *Run) end(p event.Payload) error {
-	committed, err := r.append(r.appendCtx, p)
+	committed, err := r.loopAppend(p)
 	if committed {
 		r.open = r.open[:len(r.open)-1]
 	}
@@ -76,14 +89,19 @@ func (r *Run) emitFailed(err error) outcome {
 	if errors.As(err, &oe) {
 		return failed(problemObserver, err)
 	}
+	if err == errClockPanic {
+		return failed(problemPanic("clock"), errPanic)
+	}
 	return failed(problemLog, err)
 }
 
 // now reads the injected clock, containing its panics: a broken clock must
-// not stop terminals from being written.
+// not stop terminals from being written, so it yields the zero Unix time
+// and the loop fails the run (loopAppend).
 func (r *Run) now() (t time.Time) {
 	defer func() {
 		if recover() != nil {
+			r.clockBroken.Store(true)
 			t = time.Unix(0, 0).UTC()
 		}
 	}()
@@ -134,8 +152,10 @@ func (r *Run) finalize(out outcome) {
 		r.err = &DurabilityError{Seq: r.st.lastSeq, Outcome: r.err, Err: durable}
 	}
 	r.cancel()
-	r.e.unregister(r)
+	// Ended before unregistered: once Close or Shutdown returns, every run
+	// it waited for reports its end (Done, Wait, Snapshot) (K27).
 	close(r.done)
+	r.e.unregister(r)
 }
 
 func outcomeErr(out outcome) error {

@@ -88,7 +88,7 @@ func (r *Run) run(fresh bool) (out outcome) {
 func (r *Run) turn() (final message.Message, out outcome, done bool) {
 	turnID, err := newID[id.Turn](r.e, id.KindTurn, "turn_id")
 	if err != nil {
-		return final, failed(problemID, err), true
+		return final, idFailed(err), true
 	}
 	index := r.st.turns + 1
 	if err := r.start(lifecycle{kind: lifeTurn, turn: turnID, index: index},
@@ -135,7 +135,7 @@ func (r *Run) turn() (final message.Message, out outcome, done bool) {
 func (r *Run) model(turnID id.Turn) (resp model.Response, out outcome, ok bool) {
 	opID, err := newID[id.Operation](r.e, id.KindOperation, "operation_id")
 	if err != nil {
-		return resp, failed(problemID, err), false
+		return resp, idFailed(err), false
 	}
 	req, err := model.NewRequest(model.RequestConfig{
 		Operation: opID,
@@ -229,14 +229,21 @@ func (r *Run) consume(opID id.Operation, s model.Stream, asm *model.Assembler) (
 			p, _ := it.Problem()
 			return r.failModel(opID, p, true, nil), false
 		}
-		if it.IsTerminal() {
-			if err := asm.End(); err != nil {
-				return r.failModel(opID, problemStream, true, err), false
-			}
-			return outcome{}, true
-		}
+		// After the completed item the stream must end with io.EOF: one
+		// more Recv, so that an item after the terminal makes the stream
+		// malformed instead of going unseen (K23).
 	}
 	return outcome{}, true
+}
+
+// idFailed is the run's failure when the ID source failed: a contained
+// panic keeps its own problem; anything else is an invalid ID.
+func idFailed(err error) outcome {
+	var f *Failure
+	if errors.As(err, &f) {
+		return failed(f.Problem, f.Cause)
+	}
+	return failed(problemID, err)
 }
 
 // failModel ends the open model operation with model.failed and returns the
@@ -252,7 +259,7 @@ func (r *Run) failModel(opID id.Operation, p problem.Problem, observed bool, cau
 func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome, ok bool) {
 	opID, err := newID[id.Operation](r.e, id.KindOperation, "operation_id")
 	if err != nil {
-		return res, failed(problemID, err), false
+		return res, idFailed(err), false
 	}
 	def, known := r.plan.Lookup(call.Name())
 	lc := lifecycle{kind: lifeTool, turn: turnID, op: opID, call: call, def: def}

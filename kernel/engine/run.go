@@ -74,7 +74,10 @@ type Run struct {
 	tools     []tool.Definition // the leased plan's definitions, for requests
 
 	suspend atomic.Bool
-	done    chan struct{}
+	// clockBroken records that the injected clock panicked; the loop's
+	// next event then fails the run (K25).
+	clockBroken atomic.Bool
+	done        chan struct{}
 
 	// Owned by the loop goroutine until done is closed; read-only after.
 	st      state

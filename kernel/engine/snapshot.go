@@ -88,6 +88,16 @@ func (r *Run) Snapshot() ([]byte, error) {
 	return encodeSnapshot(r.id, r.result.Status, r.def, r.plan.Identity(), r.st, r.result.Problem)
 }
 
+// EncodeSnapshot encodes a decoded snapshot again. A snapshot encodes to
+// the bytes its run's Snapshot produced, so decoding and encoding is a
+// round trip.
+func EncodeSnapshot(s Snapshot) ([]byte, error) {
+	if s.runID == "" {
+		return nil, bound.Missing("snapshot")
+	}
+	return encodeSnapshot(s.runID, s.status, s.def, s.plan, s.st, s.problem)
+}
+
 type snapDoc struct {
 	Version      int          `json:"version"`
 	RunID        string       `json:"run_id"`
@@ -265,6 +275,12 @@ func DecodeSnapshot(b []byte) (Snapshot, error) {
 	}
 	if s.st.history[0].Role() != message.RoleUser {
 		return Snapshot{}, bound.Malformedf("snapshot.history", "must start with a user message")
+	}
+	// The history must be one the next turn can send: every tool result
+	// answers a call of the assistant message before it, at most once.
+	// Only a model request knows that rule, so build one.
+	if _, err := model.NewRequest(model.RequestConfig{Operation: "snapshot", Model: s.def.model, Messages: s.st.history}); err != nil {
+		return Snapshot{}, err
 	}
 	for _, ix := range doc.Interactions {
 		v, err := id.Parse[id.Interaction]("snapshot.interactions", ix)
