@@ -144,17 +144,24 @@ func (r *Run) finalize(out outcome) {
 	if durable == nil {
 		durable = finErr
 	}
-	_ = r.log.Close(fctx)
 	r.st.lastSeq = r.log.Stats().LastSeq
 	r.result = Result{Status: out.status, Final: out.final, Turns: r.st.turns, Usage: r.st.usage, Problem: out.problem, LastSeq: r.st.lastSeq}
 	r.err = outcomeErr(out)
 	if durable != nil {
-		r.err = &DurabilityError{Seq: r.st.lastSeq, Outcome: r.err, Err: durable}
+		seq := r.st.lastSeq
+		var oe *eventlog.ObserverError
+		if errors.As(durable, &oe) {
+			seq = oe.Seq
+		}
+		r.err = &DurabilityError{Seq: seq, Outcome: r.err, Err: durable}
 	}
 	r.cancel()
-	// Ended before unregistered: once Close or Shutdown returns, every run
-	// it waited for reports its end (Done, Wait, Snapshot) (K27).
+	// Ended before the log closes: best-effort observers still draining
+	// never hold up Wait (K17). Closed before unregistered: once Close or
+	// Shutdown returns, every run it waited for has ended and its
+	// observers' goroutines are gone (K27).
 	close(r.done)
+	_ = r.log.Close(fctx)
 	r.e.unregister(r)
 }
 

@@ -301,7 +301,7 @@ func TestK17_BestEffortObserverNeverBlocksRun(t *testing.T) {
 		r, res, err := f.run(t, 4)
 		require.NoError(t, err)
 		require.Equal(t, engine.Completed, res.Status)
-		require.LessOrEqual(t, time.Since(start), bound, "the stuck observer delays the run's end at most by the finalization bound")
+		require.Zero(t, time.Since(start), "the stuck observer does not delay the run's end at all")
 
 		evs := events(t, r)
 		require.Equal(t, textRunKinds, kinds(evs))
@@ -311,12 +311,12 @@ func TestK17_BestEffortObserverNeverBlocksRun(t *testing.T) {
 		// mailbox of one, and the five events after it were dropped.
 		require.Equal(t, uint64(5), r.Stats().BestEffortDrops)
 
+		// Released within the finalization bound, the observer still gets
+		// what its mailbox held; nothing more is dropped.
 		close(release)
-		synctest.Wait()
-		// What was still in the mailbox when the run gave up on the
-		// observer is dropped too, and counted.
-		require.Equal(t, uint64(6), r.Stats().BestEffortDrops)
-		require.Equal(t, int32(1), seen.Load())
+		<-got
 		require.NoError(t, f.eng.Close(context.Background()))
+		require.Equal(t, uint64(5), r.Stats().BestEffortDrops)
+		require.Equal(t, int32(2), seen.Load())
 	})
 }

@@ -178,9 +178,11 @@ func TestK28_InteractionFailedObserverError(t *testing.T) {
 		}
 		return nil
 	}
-	r, res, err := f.run(t, 4)
-	require.NoError(t, err)
-	require.Equal(t, engine.Completed, res.Status)
+	r, res, runErr := f.run(t, 4)
+	require.Equal(t, engine.Failed, res.Status, "the run cannot go on past an event a required observer refused (K16)")
+	var runFail *engine.Failure
+	require.ErrorAs(t, runErr, &runFail)
+	require.Equal(t, engine.CodeObserverFailed, runFail.Problem.Code())
 
 	_, errs := a.results()
 	require.Len(t, errs, 1)
@@ -193,7 +195,11 @@ func TestK28_InteractionFailedObserverError(t *testing.T) {
 	require.Zero(t, brokerCalls.Load(), "an unrecorded question is never put to the broker")
 
 	evs := events(t, r)
-	require.Equal(t, askRunKinds("interaction.failed"), kinds(evs))
+	require.Equal(t, []string{
+		"run.started", "turn.started", "model.started", "model.completed",
+		"tool.started", "interaction.started", "interaction.failed", "tool.completed", "turn.failed",
+		"run.failed",
+	}, kinds(evs), "the call's own outcome stands; the turn and the run fail")
 	require.Equal(t, "interaction.started", evs[oe.Seq-1].Kind(), "the sequence is kept")
 	requireOneInteraction(t, evs, "interaction.failed")
 	require.Equal(t, engine.CodeObserverFailed, payload[event.InteractionFailed](t, evs, "interaction.failed").Problem.Code())

@@ -278,9 +278,15 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 	}
 	rep := newReporter(r, opID, call.ID(), turnID)
 	res, err = dispatch(r.ctx, r.plan.Dispatcher(), call, rep)
-	rep.close()
+	obsErr := rep.close()
 	if err == nil {
-		return r.completeTool(opID, call, res)
+		res, out, ok := r.completeTool(opID, call, res)
+		if ok && obsErr != nil {
+			// The call's own outcome stands; the run cannot go on
+			// with events a required observer did not accept (K16).
+			return res, failed(problemObserver, obsErr), false
+		}
+		return res, out, ok
 	}
 	// Only the run's own context decides cancellation (K8, K24).
 	if r.ctx.Err() != nil && isContextErr(err) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/interaction"
 	"github.com/spice-orch/spice-orch/kernel/problem"
@@ -35,6 +36,7 @@ type reporter struct {
 	turn   id.Turn
 	mu     sync.Mutex
 	closed bool
+	obsErr error // the first required-observer failure on this call's events
 	asks   map[*ask]struct{}
 	idle   chan struct{} // closed when asks becomes empty after close
 }
@@ -58,7 +60,7 @@ func (p *reporter) Report(ctx context.Context, pr tool.Progress) error {
 	if closed {
 		return ErrReporterClosed
 	}
-	_, err := p.r.append(p.r.appendCtx, event.ToolProgress{OperationID: p.op, CallID: pr.CallID(), Message: pr.Message()})
+	_, err := p.append(event.ToolProgress{OperationID: p.op, CallID: pr.CallID(), Message: pr.Message()})
 	return err
 }
 
@@ -82,7 +84,7 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 	if err != nil {
 		return "", err // nothing started: the question itself is invalid
 	}
-	committed, err := r.append(r.appendCtx, event.InteractionStarted{InteractionID: ixID, TurnID: p.turn, Prompt: prompt})
+	committed, err := p.append(event.InteractionStarted{InteractionID: ixID, TurnID: p.turn, Prompt: prompt})
 	if !committed {
 		return "", err
 	}
@@ -97,7 +99,7 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 	case errors.Is(err, errPanic):
 		return "", p.failIx(ixID, problemPanic("interaction broker"), err)
 	case err != nil && actx.Err() != nil && isContextErr(err):
-		_, aerr := r.append(r.appendCtx, event.InteractionCancelled{InteractionID: ixID})
+		_, aerr := p.append(event.InteractionCancelled{InteractionID: ixID})
 		return "", errors.Join(err, aerr)
 	case err != nil:
 		return "", p.failIx(ixID, problemBroker, err)
@@ -105,7 +107,7 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 	if err := q.Check(ans); err != nil {
 		return "", p.failIx(ixID, problemAnswer, err)
 	}
-	if _, err := r.append(r.appendCtx, event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
+	if _, err := p.append(event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
 		return "", err
 	}
 	return ans.Text(), nil
@@ -114,7 +116,7 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 var errNoBroker = errors.New("engine: no interaction broker")
 
 func (p *reporter) failIx(ixID id.Interaction, pr problem.Problem, cause error) error {
-	_, err := p.r.append(p.r.appendCtx, event.InteractionFailed{InteractionID: ixID, Problem: pr})
+	_, err := p.append(event.InteractionFailed{InteractionID: ixID, Problem: pr})
 	return errors.Join(&Failure{Problem: pr, Cause: cause}, err)
 }
 
@@ -144,16 +146,33 @@ func (p *reporter) finish(a *ask) {
 	p.mu.Unlock()
 }
 
+// append commits one of the call's events and remembers a required
+// observer's failure: the tool may ignore it, the run may not (K16).
+func (p *reporter) append(pl event.Payload) (bool, error) {
+	committed, err := p.r.append(p.r.appendCtx, pl)
+	var oe *eventlog.ObserverError
+	if errors.As(err, &oe) {
+		p.mu.Lock()
+		if p.obsErr == nil {
+			p.obsErr = err
+		}
+		p.mu.Unlock()
+	}
+	return committed, err
+}
+
 // close ends the reporter when the call has returned: later reports and
 // questions are refused, questions still in flight are cancelled, and close
 // waits for them, bounded by the finalization timeout, so their terminals
-// come before the tool's.
-func (p *reporter) close() {
+// come before the tool's. It returns the first observer failure on the
+// call's progress and interaction events.
+func (p *reporter) close() error {
 	p.mu.Lock()
 	p.closed = true
 	if len(p.asks) == 0 {
+		err := p.obsErr
 		p.mu.Unlock()
-		return
+		return err
 	}
 	for a := range p.asks {
 		a.cancel()
@@ -167,6 +186,9 @@ func (p *reporter) close() {
 	case <-idle:
 	case <-t.C:
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.obsErr
 }
 
 // useInteraction records ixID as used; it reports false for a reused ID.

@@ -297,6 +297,16 @@ func DecodeSnapshot(b []byte) (Snapshot, error) {
 			return Snapshot{}, err
 		}
 	}
+	// Snapshots are written in one canonical form, so anything else was
+	// not written by Snapshot: encoding/json alone would accept keys in
+	// another case, duplicate keys and reordered fields.
+	canon, err := EncodeSnapshot(s)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if !bytes.Equal(canon, b) {
+		return Snapshot{}, bound.Malformedf("snapshot", "not in the canonical form Snapshot writes")
+	}
 	return s, nil
 }
 

@@ -332,8 +332,22 @@ func TestK29_ImportStrict(t *testing.T) {
 		return msg(m, i)["parts"].([]any)[j].(map[string]any)
 	}
 
-	_, err := engine.DecodeSnapshot(edit(func(map[string]any) {}))
-	require.NoError(t, err, "the control edit decodes")
+	// Only the canonical form Snapshot writes is accepted: the same
+	// document with its keys reordered, a key in another case, or a
+	// duplicated key is refused, though encoding/json alone takes them.
+	for name, input := range map[string][]byte{
+		"reordered keys": edit(func(map[string]any) {}),
+		"key case":       bytes.Replace(b, []byte(`"status":`), []byte(`"STATUS":`), 1),
+		"duplicate key":  bytes.Replace(b, []byte(`"status":"suspended"`), []byte(`"status":"completed","status":"suspended"`), 1),
+	} {
+		_, err := engine.DecodeSnapshot(input)
+		var be *bound.Error
+		require.ErrorAs(t, err, &be, name)
+		require.Equal(t, "snapshot", be.Field, name)
+		require.Equal(t, bound.Malformed, be.Rule, name)
+	}
+	_, err := engine.DecodeSnapshot(b)
+	require.NoError(t, err, "the canonical bytes decode")
 
 	cases := []struct {
 		name  string

@@ -10,7 +10,7 @@ import (
 type TurnStarted struct {
 	RunID  id.Run
 	TurnID id.Turn
-	Index  int // 0 for the run's first turn
+	Index  int // 1 for the run's first turn
 }
 
 func (TurnStarted) Kind() string { return KindTurnStarted }
