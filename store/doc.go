@@ -1,0 +1,28 @@
+// Package store is the durable record of runs and pairs: a required
+// observer (K16, K17) that writes every event it is told about to a local
+// SQLite database (modernc.org/sqlite, pure Go) and acknowledges the event
+// only once the row is on stable storage, and the read side a command line
+// needs to list, show and replay what was recorded.
+//
+// It owns the database schema and its migrations, the events table (one row
+// per event: log, sequence, kind, time and the event's canonical JSON bytes,
+// exactly what the live JSON stream printed), the tables derived from the
+// events (runs, pairs, the runs of each pair, tool calls), write integrity
+// (a used sequence never changes its bytes), and recovery after a crash: a
+// run or pair without a terminal event is interrupted, and a mutating tool
+// call that started without a terminal is uncertain and never run again by
+// anything that trusts this record.
+//
+// Durability: the database is in WAL mode with synchronous=FULL, so a
+// transaction's commit syncs the write-ahead log before it returns. Observe
+// returns nil only after the commit that holds its event returned.
+// Concurrent events of different logs share one commit (group commit),
+// which changes nothing about when each is acknowledged.
+//
+// It knows the kernel's run event kinds (kernel/event) and reads a pair
+// timeline only as generic JSON by kind name ("pair.started", relayed run
+// events carrying worker, run_id, run_seq and payload): it must not import
+// the code that writes pair timelines, any provider or tool, or anything
+// that runs pairs. It never re-runs a tool or decides what to resume; it
+// records and reports.
+package store

@@ -1,0 +1,15 @@
+package store_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(crashEnv); path != "" {
+		os.Exit(crashWriter(path))
+	}
+	goleak.VerifyTestMain(m)
+}
