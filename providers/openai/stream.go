@@ -1,0 +1,311 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"unicode/utf8"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+)
+
+// stream turns chunks into kernel items. It is read by one goroutine
+// (model.Stream). Items wait in pending because one chunk may yield several
+// (a split delta, the calls at the finish) or none (a role-only delta).
+type stream struct {
+	p      *Provider
+	ctx    context.Context // the caller's: its end is cancellation
+	actx   context.Context // the attempt's: its deadline is a timeout
+	cancel context.CancelFunc
+	sdk    *ssestream.Stream[oai.ChatCompletionChunk]
+	names  names
+	op     string
+
+	pending []model.Item
+	head    int
+	done    bool  // the terminal item is in pending or was returned
+	closed  bool  // the response is closed
+	dropped bool  // Close was called
+	err     error // sticky Recv error (cancellation, panic, ErrClosed)
+
+	textLen int // bytes of text emitted
+	argsLen int // bytes of arguments assembled, emitted or not
+	calls   []partialCall
+	emitted int // tool calls emitted
+	finish  string
+	usage   model.Usage
+	id      string
+	model   string
+	refusal bool
+}
+
+// Recv returns the next item; see model.Stream.
+func (s *stream) Recv() (it model.Item, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.shutdown()
+			s.err = errPanic
+			it, err = model.Item{}, errPanic
+		}
+	}()
+	if s.err != nil {
+		return model.Item{}, s.err
+	}
+	if s.head == len(s.pending) && s.done {
+		return model.Item{}, io.EOF
+	}
+	if s.dropped {
+		return model.Item{}, ErrClosed
+	}
+	if err := s.ctx.Err(); err != nil {
+		s.shutdown()
+		s.err = err
+		return model.Item{}, err
+	}
+	for s.head == len(s.pending) {
+		s.advance()
+		if s.err != nil {
+			return model.Item{}, s.err
+		}
+	}
+	it = s.pending[s.head]
+	s.pending[s.head] = model.Item{}
+	s.head++
+	if s.head == len(s.pending) {
+		s.pending, s.head = s.pending[:0], 0
+	}
+	return it, nil
+}
+
+// Close closes the response; it is idempotent and returns nil. Recv
+// after Close returns io.EOF if the terminal item was already returned,
+// else ErrClosed.
+func (s *stream) Close() error {
+	s.dropped = true
+	s.shutdown()
+	return nil
+}
+
+func (s *stream) shutdown() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	_ = s.sdk.Close()
+	s.cancel()
+}
+
+// advance reads one chunk, or ends the stream.
+func (s *stream) advance() {
+	if s.sdk.Next() {
+		c := s.sdk.Current()
+		s.chunk(&c)
+		return
+	}
+	err := s.sdk.Err()
+	switch {
+	case err == nil:
+		s.end()
+	case s.ctx.Err() != nil:
+		s.shutdown()
+		s.err = s.ctx.Err()
+	default:
+		s.fail(s.streamProblem(err))
+	}
+}
+
+// streamProblem names a failure after the first chunk.
+func (s *stream) streamProblem(err error) problem.Problem {
+	var se *ssestream.StreamError
+	var re *readError
+	switch {
+	case errors.Is(s.actx.Err(), context.DeadlineExceeded):
+		return newProblem(CodeTimeout, "the stream did not end within "+s.p.s.timeout.String())
+	case errors.As(err, &se):
+		return newProblem(CodeUpstreamError, describe(s.p.parseErrorEvent(se.Event.Data)))
+	case errors.Is(err, errTooLarge), errors.Is(err, bufio.ErrTooLong):
+		return newProblem(CodeTooLarge, "the response exceeds the byte limit")
+	case errors.As(err, &re):
+		return newProblem(CodeConnectionLost, "the connection failed while streaming")
+	}
+	return newProblem(CodeMalformedChunk, "a stream chunk is not a valid chunk")
+}
+
+// malformed reports a field that is present but of the wrong type (the
+// client library decodes leniently and marks such fields).
+func malformed(f respjson.Field) bool {
+	raw := f.Raw()
+	return raw != "" && raw != respjson.Null && !f.Valid()
+}
+
+var problemBadChunk = problem.Must(CodeMalformedChunk, "a stream chunk has a field of the wrong type")
+
+// chunk accounts for one chunk. Only choice 0 is read: the request never
+// asks for more.
+func (s *stream) chunk(c *oai.ChatCompletionChunk) {
+	if malformed(c.JSON.Choices) || malformed(c.JSON.Usage) {
+		s.fail(problemBadChunk)
+		return
+	}
+	if s.id == "" {
+		s.id = c.ID
+	}
+	if s.model == "" {
+		s.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		u, err := model.NewUsage(c.Usage.PromptTokens, c.Usage.CompletionTokens)
+		if err != nil {
+			s.fail(newProblem(CodeMalformedChunk, boundMessage("the usage is invalid", err)))
+			return
+		}
+		s.usage = u
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue
+		}
+		d := &ch.Delta
+		if malformed(d.JSON.Content) || malformed(d.JSON.ToolCalls) || malformed(ch.JSON.FinishReason) {
+			s.fail(problemBadChunk)
+			return
+		}
+		if s.finish != "" && (d.Content != "" || d.Refusal != "" || len(d.ToolCalls) > 0) {
+			s.fail(newProblem(CodeMalformedChunk, "content arrived after the finish reason"))
+			return
+		}
+		s.text(d.Content)
+		if d.Refusal != "" {
+			s.refusal = true
+			s.text(d.Refusal)
+		}
+		for j := range d.ToolCalls {
+			if s.done {
+				return
+			}
+			s.fragment(&d.ToolCalls[j])
+		}
+		if ch.FinishReason != "" && !s.done {
+			s.finish = ch.FinishReason
+			s.flushCalls()
+		}
+		if s.done {
+			return
+		}
+	}
+}
+
+// text emits t, split into deltas of at most bound.MaxTextDeltaBytes at
+// rune boundaries, after checking the aggregate bounds.
+func (s *stream) text(t string) {
+	if t == "" || s.done {
+		return
+	}
+	total := s.textLen + len(t)
+	if err := bound.Bytes("stream.text", total, bound.MaxTextPerOperation); err != nil {
+		s.oversized(err)
+		return
+	}
+	if err := bound.Bytes("stream.message", total+s.argsLen, bound.MaxMessageBytes); err != nil {
+		s.oversized(err)
+		return
+	}
+	s.textLen = total
+	for t != "" {
+		n := len(t)
+		if n > bound.MaxTextDeltaBytes {
+			n = bound.MaxTextDeltaBytes
+			for n > 0 && !utf8.RuneStart(t[n]) {
+				n--
+			}
+		}
+		it, err := model.TextDelta(t[:n])
+		if err != nil { // the JSON decoder already made the text valid UTF-8
+			s.fail(newProblem(CodeMalformedChunk, boundMessage("a text delta is invalid", err)))
+			return
+		}
+		s.pending = append(s.pending, it)
+		t = t[n:]
+	}
+}
+
+func (s *stream) oversized(err error) {
+	s.fail(newProblem(CodeOversized, boundMessage("the stream exceeds a kernel bound", err)))
+}
+
+// fail ends the stream with a Failed item and closes the response.
+func (s *stream) fail(p problem.Problem) {
+	if s.done {
+		return
+	}
+	it, err := model.Failed(p)
+	if err != nil { // p is never zero here
+		it, _ = model.Failed(problem.Must(CodeInternal, "the provider built an invalid problem"))
+	}
+	s.pending = append(s.pending, it)
+	s.done = true
+	s.shutdown()
+}
+
+// end handles the server's end of the stream.
+func (s *stream) end() {
+	switch {
+	case s.done:
+		return
+	case s.finish == "":
+		s.fail(newProblem(CodeTruncated, "the stream ended before the model finished"))
+	case s.textLen == 0 && s.emitted == 0:
+		if s.finish == "content_filter" {
+			s.fail(newProblem(CodeContentFiltered, "the model finished without output because of a content filter"))
+			return
+		}
+		s.fail(newProblem(CodeEmptyResponse, "the model finished without text or tool calls"))
+	default:
+		s.pending = append(s.pending, model.Completed(s.usage, s.metadata()))
+		s.done = true
+		s.shutdown()
+	}
+}
+
+// maxMetadataValue bounds each metadata string; a longer value is left out
+// (metadata is optional, so leaving a field out loses nothing the kernel
+// relies on).
+const maxMetadataValue = 256
+
+// metadata returns the "openai" metadata, or none when the server's values
+// do not pass model.NewMetadata (which refuses anything credential-like).
+func (s *stream) metadata() model.Metadata {
+	v := struct {
+		ID           string `json:"id,omitempty"`
+		Model        string `json:"model,omitempty"`
+		FinishReason string `json:"finish_reason,omitempty"`
+		Refusal      bool   `json:"refusal,omitempty"`
+	}{Refusal: s.refusal}
+	if len(s.id) <= maxMetadataValue {
+		v.ID = s.id
+	}
+	if len(s.model) <= maxMetadataValue {
+		v.Model = s.model
+	}
+	if len(s.finish) <= maxMetadataValue {
+		v.FinishReason = s.finish
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return model.Metadata{}
+	}
+	md, err := model.NewMetadata("openai", raw)
+	if err != nil {
+		return model.Metadata{}
+	}
+	return md
+}
