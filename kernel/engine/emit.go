@@ -35,13 +35,28 @@ type lifecycle struct {
 // an event the run decided to write is written, or its failure reported
 // (K16, K24). With required observers the wait for them is bounded.
 func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err error) {
-	if len(r.e.cfg.Required) > 0 && ctx == r.appendCtx {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.e.cfg.FinalizeTimeout)
-		defer cancel()
+	if ctx == r.appendCtx && len(r.e.cfg.Required) > 0 {
+		ctx = r.observerCtx()
 	}
 	ev, err := r.log.Append(ctx, event.Record(r.now(), p))
 	return !ev.IsZero(), err
+}
+
+// observerCtx bounds required observers on the run's ordinary events.
+// A context per append would cost a timer each; instead one deadline is
+// shared and renewed once less than half of FinalizeTimeout is left, so
+// every observer call gets between half and all of FinalizeTimeout. An
+// older context is never cancelled early: it may still be in use by an
+// observer on a tool's goroutine, and its own timer releases it.
+func (r *Run) observerCtx() context.Context {
+	r.obsMu.Lock()
+	defer r.obsMu.Unlock()
+	now := time.Now()
+	if r.obsCtx == nil || r.obsDeadline.Sub(now) < r.e.cfg.FinalizeTimeout/2 {
+		r.obsDeadline = now.Add(r.e.cfg.FinalizeTimeout)
+		r.obsCtx, r.obsCancel = context.WithDeadline(r.appendCtx, r.obsDeadline)
+	}
+	return r.obsCtx
 }
 
 // loopAppend is append for the loop's own events. Once the clock has
@@ -156,6 +171,11 @@ func (r *Run) finalize(out outcome) {
 		r.err = &DurabilityError{Seq: seq, Outcome: r.err, Err: durable}
 	}
 	r.cancel()
+	r.obsMu.Lock()
+	if r.obsCancel != nil {
+		r.obsCancel()
+	}
+	r.obsMu.Unlock()
 	// Ended before the log closes: best-effort observers still draining
 	// never hold up Wait (K17). Closed before unregistered: once Close or
 	// Shutdown returns, every run it waited for has ended and its

@@ -320,3 +320,40 @@ func TestK17_BestEffortObserverNeverBlocksRun(t *testing.T) {
 		require.Equal(t, int32(2), seen.Load())
 	})
 }
+
+// TestK17_RequiredObserverBoundOnOrdinaryEvents: a required observer may
+// block an ordinary (non-terminal) event, but only for a bound between half
+// and all of FinalizeTimeout, however many events came before it; then the
+// run fails with observer_failed and its terminals are still written.
+func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 2 * time.Second
+		f := newFixture(t, fixtureConfig{
+			script: [][]model.Item{enginetest.Answer("Hi")},
+			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+		})
+		var blockedFor time.Duration
+		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+			switch e.Kind() {
+			case "turn.started":
+				// Time passes between events: the shared bound is
+				// renewed once less than half of it is left.
+				time.Sleep(1500 * time.Millisecond)
+			case "model.started":
+				start := time.Now()
+				<-ctx.Done() // blocks until its context ends
+				blockedFor = time.Since(start)
+				return ctx.Err()
+			}
+			return nil
+		}
+		_, res, err := f.run(t, 4)
+		require.GreaterOrEqual(t, blockedFor, bound/2)
+		require.LessOrEqual(t, blockedFor, bound)
+		require.Equal(t, engine.Failed, res.Status)
+		require.Equal(t, engine.CodeObserverFailed, res.Problem.Code())
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, []string{"run.started", "turn.started", "model.started", "model.failed", "turn.failed", "run.failed"}, f.rec.Kinds())
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}

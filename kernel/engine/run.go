@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -72,6 +73,11 @@ type Run struct {
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
 	tools     []tool.Definition // the leased plan's definitions, for requests
+
+	obsMu       sync.Mutex // guards the shared required-observer bound
+	obsCtx      context.Context
+	obsCancel   context.CancelFunc
+	obsDeadline time.Time
 
 	suspend atomic.Bool
 	// clockBroken records that the injected clock panicked; the loop's

@@ -1,0 +1,122 @@
+package orchestrator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/kernel/enginetest"
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// approvedInTwoRounds is a review loop with four runs and three handoffs,
+// the first writer run with a tool round.
+func approvedInTwoRounds(t *testing.T, d orchestrator.Delivery) *harness {
+	h := newHarness(t, orchestrator.ReviewLoop,
+		append(toolThenAnswer("Draft one."), enginetest.Answer("Draft two.")),
+		script{enginetest.Answer("Shorter."), enginetest.Answer("APPROVED")}, enginetest.Echo())
+	h.cfg.Timeline.Delivery = d
+	return h
+}
+
+// TestO6_CancelAtEveryTimelineBoundary cancels the pair from a required
+// timeline observer at sequence k, for every k of an uncancelled pair's
+// timeline, by the pair's context and by Pair.Cancel, with both
+// deliveries. Every time: one pair terminal (cancelled unless k is the
+// terminal itself), no run started after k, every started run ended.
+func TestO6_CancelAtEveryTimelineBoundary(t *testing.T) {
+	for _, d := range []orchestrator.Delivery{orchestrator.Live, orchestrator.AfterRun} {
+		full, _, err := approvedInTwoRounds(t, d).run(t)
+		require.NoError(t, err)
+		n := full.Stats().LastSeq
+		require.Greater(t, n, uint64(30))
+		for _, how := range []string{"context", "Cancel"} {
+			for k := uint64(1); k <= n; k++ {
+				t.Run(fmt.Sprintf("%s/%s/seq-%d", d, how, k), func(t *testing.T) {
+					cancelAt(t, d, how, k, n)
+				})
+			}
+		}
+	}
+}
+
+func cancelAt(t *testing.T, d orchestrator.Delivery, how string, k, n uint64) {
+	h := approvedInTwoRounds(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reached, resume := make(chan struct{}), make(chan struct{})
+	h.cfg.Timeline.Required = append(h.cfg.Timeline.Required, eventlog.ObserverFunc(func(_ context.Context, e eventlog.Event) error {
+		if e.Seq() != k {
+			return nil
+		}
+		if how == "context" {
+			cancel()
+			return nil
+		}
+		close(reached) // the test goroutine calls Pair.Cancel, then resumes us
+		<-resume
+		return nil
+	}))
+	var p *orchestrator.Pair
+	var err error
+	if how == "context" {
+		p, err = orchestrator.Run(ctx, h.cfg)
+		require.NoError(t, err)
+	} else {
+		p, err = orchestrator.Start(ctx, h.cfg)
+		require.NoError(t, err)
+		<-reached
+		p.Cancel()
+		close(resume)
+	}
+	res, err := p.Wait(context.Background())
+
+	evs := timeline(t, p)
+	end := requireTimeline(t, evs)
+	if k < n {
+		require.Equal(t, orchestrator.KindCancelled, end.Kind())
+		require.Equal(t, orchestrator.ReasonCancelled, res.Reason)
+		require.ErrorIs(t, err, orchestrator.ErrCancelled)
+		require.ErrorIs(t, err, context.Canceled)
+	} else {
+		require.Equal(t, orchestrator.KindCompleted, end.Kind(), "a cancel after the terminal changes nothing")
+		require.NoError(t, err)
+	}
+	for _, e := range evs {
+		if e.Kind() == event.KindRunStarted {
+			require.LessOrEqual(t, e.Seq(), k, "a run started after the cancellation")
+		}
+	}
+	require.Equal(t, res.Runs, len(relayed(evs, event.KindRunStarted)))
+	require.Zero(t, h.memory.Stats().Outstanding, "every lease released")
+}
+
+func TestO6_CancelCancelsTheActiveRun(t *testing.T) {
+	h := newHarness(t, orchestrator.Relay, nil, script{enginetest.Answer("never")})
+	streaming := make(chan struct{})
+	h.cfg.First.Engine.Provider = &blockingProvider{started: streaming}
+	p, err := orchestrator.Start(context.Background(), h.cfg)
+	require.NoError(t, err)
+	<-streaming
+	p.Cancel()
+	res, err := p.Wait(context.Background())
+	require.ErrorIs(t, err, orchestrator.ErrCancelled)
+	require.Equal(t, orchestrator.ReasonCancelled, res.Reason)
+	require.Equal(t, 1, res.Runs)
+	require.Zero(t, h.second.Calls())
+
+	evs := timeline(t, p)
+	end := requireTimeline(t, evs)
+	require.Equal(t, orchestrator.KindCancelled, end.Kind())
+	require.Len(t, relayed(evs, event.KindRunCancelled), 1)
+	require.Len(t, relayed(evs, event.KindModelCancelled), 1)
+
+	p.Cancel() // after the end: nothing changes
+	res2, err2 := p.Wait(context.Background())
+	require.Equal(t, res, res2)
+	require.Equal(t, err, err2)
+}

@@ -1,0 +1,320 @@
+package orchestrator
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/spice-orch/spice-orch/handoff"
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/engine"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/message"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/workers"
+)
+
+// Pattern is how a pair's two workers take turns (O4).
+type Pattern uint8
+
+const (
+	// Relay runs the first worker on the task, then the second worker on
+	// the first one's answer, once.
+	Relay Pattern = iota + 1
+	// ReviewLoop runs the first worker, then the second on its answer; if
+	// the second approves (handoff.Policy.Done) the pair ends approved,
+	// otherwise the first worker runs again with the second's feedback,
+	// until approval or a limit.
+	ReviewLoop
+)
+
+func (p Pattern) String() string {
+	switch p {
+	case Relay:
+		return "relay"
+	case ReviewLoop:
+		return "review_loop"
+	}
+	return "pattern(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Delivery says when worker run events enter the pair timeline.
+type Delivery uint8
+
+const (
+	// Live relays each run event as the run commits it, through a required
+	// observer on the worker's engine: a subscriber sees the run as it
+	// happens, and a timeline observer applies backpressure to the run.
+	// It costs what the engine's observer path costs per event.
+	Live Delivery = iota + 1
+	// AfterRun copies a run's events into the timeline, in order and with
+	// their run sequences, as soon as the run has ended. The worker
+	// engines then run without observers, which is markedly cheaper; a run
+	// whose own log evicted events before the copy loses them (raise the
+	// engine's Limits.MaxEvents, or use Live).
+	AfterRun
+)
+
+func (d Delivery) String() string {
+	switch d {
+	case Live:
+		return "live"
+	case AfterRun:
+		return "after_run"
+	}
+	return "delivery(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Budget bounds what a pair may consume, summed over both workers. A zero
+// field means no limit.
+type Budget struct {
+	// Tokens bounds input plus output tokens. Once the pair has used this
+	// many, no further model operation is started.
+	Tokens int64
+	// ToolCalls bounds the tool calls the models request; the pair stops
+	// at the first request over the bound, before that call runs.
+	ToolCalls int64
+	// WallTime bounds the pair's duration from its lease.
+	WallTime time.Duration
+}
+
+// TimelineConfig bounds and observes the pair timeline (O7).
+type TimelineConfig struct {
+	// MaxEvents and MaxBytes bound the retained timeline events. Defaults
+	// DefaultTimelineEvents and DefaultTimelineBytes; at least 16 events
+	// and 64 KiB.
+	MaxEvents int
+	MaxBytes  int
+	// MaxLag is how far a subscriber may fall behind; default MaxEvents.
+	MaxLag int
+	// Required observers are told of every timeline event in order and
+	// may block; BestEffort ones get bounded mailboxes (see eventlog).
+	Required   []eventlog.Observer
+	BestEffort []eventlog.Observer
+	// Mailbox is each best-effort observer's mailbox size; 0 means 64.
+	Mailbox int
+	// Delivery is Live (the default) or AfterRun.
+	Delivery Delivery
+}
+
+// Defaults and limits of Config.
+const (
+	DefaultMaxRounds       = 3
+	MaxRounds              = 1000
+	DefaultTimelineEvents  = 16384
+	DefaultTimelineBytes   = 16 << 20
+	DefaultFinalizeTimeout = engine.DefaultFinalizeTimeout
+)
+
+// Config describes one pair. Start and Run copy it.
+type Config struct {
+	// ID names the pair: an identifier (id.Check) the host chooses.
+	ID string
+	// Plans is the plan source of the pair. The pair leases its current
+	// plan once, and both workers' engines are built on this source.
+	Plans plan.Source
+	// Clock times the pair's own events; nil means the first worker's
+	// engine clock.
+	Clock engine.Clock
+	// First and Second are the two workers: for example writer and
+	// reviewer, or planner and executor. Their roles must differ. Each
+	// gets its own engine built from its Engine config, whose Plans must
+	// be nil or Plans; the pair adds its relay observer (Live delivery)
+	// and its budget decorator around the provider (when a token or
+	// tool-call budget is set).
+	First, Second workers.Config
+	// Pattern is Relay or ReviewLoop. Required.
+	Pattern Pattern
+	// Task is the first worker's first input, and is repeated in every
+	// handoff. Required.
+	Task string
+	// Policy frames and bounds handoffs and defines approval. The zero
+	// Policy means handoff.NewPolicy with the defaults, and for a
+	// ReviewLoop the heading "Reviewer feedback" for the second worker.
+	Policy handoff.Policy
+	// MaxRounds bounds the rounds of a ReviewLoop: 1..MaxRounds, 0 for
+	// DefaultMaxRounds. A Relay has one round.
+	MaxRounds int
+	// Budget bounds tokens, tool calls and wall time over both workers.
+	Budget   Budget
+	Timeline TimelineConfig
+	// FinalizeTimeout bounds the wait for timeline observers on each pair
+	// event and, when there are observers, the lease release; none of it
+	// can be cut by the caller's cancellation. A lease also bounds its own
+	// release (plan.LeaseConfig.ReleaseTimeout), as in a run's
+	// finalization. Default DefaultFinalizeTimeout, at most
+	// engine.MaxFinalizeTimeout.
+	FinalizeTimeout time.Duration
+}
+
+// defaultPolicy is the zero Config's policy, built once: a Policy is an
+// immutable value.
+var defaultPolicy = func() handoff.Policy {
+	p, err := handoff.NewPolicy(handoff.Config{})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// settings is what a running pair keeps of its Config: validated, with
+// the defaults filled in, and without the worker configs it no longer
+// needs once the workers are built.
+type settings struct {
+	ID              string
+	Plans           plan.Source
+	Clock           engine.Clock
+	Roles           [2]string
+	Pattern         Pattern
+	Task            string
+	task            message.Message
+	Policy          handoff.Policy
+	MaxRounds       int
+	Budget          Budget
+	Delivery        Delivery
+	FinalizeTimeout time.Duration
+}
+
+// normalize validates c and fills in its defaults in place.
+func (c *Config) normalize() (settings, error) {
+	var n settings
+	if err := id.Check("pair.id", c.ID); err != nil {
+		return n, err
+	}
+	if c.Plans == nil {
+		return n, bound.Missing("pair.plans")
+	}
+	if c.First.Role == c.Second.Role {
+		return n, bound.Conflicting("pair.second.role", "the two workers need different roles")
+	}
+	for i, w := range [2]*workers.Config{&c.First, &c.Second} {
+		field := [2]string{"pair.first", "pair.second"}[i]
+		if err := bound.Name(field+".role", w.Role); err != nil {
+			return n, err
+		}
+		if w.Engine.Plans != nil && !sameSource(w.Engine.Plans, c.Plans) {
+			return n, bound.Conflicting(field+".engine.plans", "both workers are built on the pair's plan source")
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = c.First.Engine.Clock
+	}
+	if c.Clock == nil {
+		return n, bound.Missing("pair.clock")
+	}
+	switch c.Pattern {
+	case Relay, ReviewLoop:
+	case 0:
+		return n, bound.Missing("pair.pattern")
+	default:
+		return n, bound.Malformedf("pair.pattern", "must be Relay or ReviewLoop")
+	}
+	task, err := message.User(c.Task)
+	if err != nil {
+		return n, bound.Text("pair.task", c.Task, bound.MaxMessageBytes) // names the field
+	}
+	if c.Policy.IsZero() {
+		c.Policy = defaultPolicy
+		if c.Pattern == ReviewLoop {
+			hc := handoff.Config{Headings: map[string]string{c.Second.Role: "Reviewer feedback"}}
+			if c.Policy, err = handoff.NewPolicy(hc); err != nil {
+				return n, err
+			}
+		}
+	}
+	switch {
+	case c.MaxRounds == 0:
+		c.MaxRounds = DefaultMaxRounds
+	case c.MaxRounds < 0:
+		return n, bound.Malformedf("pair.max_rounds", "must not be negative")
+	case c.MaxRounds > MaxRounds:
+		return n, bound.Count("pair.max_rounds", c.MaxRounds, MaxRounds)
+	}
+	if c.Pattern == Relay {
+		c.MaxRounds = 1
+	}
+	if c.Budget.Tokens < 0 || c.Budget.ToolCalls < 0 || c.Budget.WallTime < 0 {
+		return n, bound.Malformedf("pair.budget", "limits must not be negative")
+	}
+	if err := c.Timeline.normalize(); err != nil {
+		return n, err
+	}
+	switch {
+	case c.FinalizeTimeout == 0:
+		c.FinalizeTimeout = DefaultFinalizeTimeout
+	case c.FinalizeTimeout < 0 || c.FinalizeTimeout > engine.MaxFinalizeTimeout:
+		return n, bound.Malformedf("pair.finalize_timeout", "must be between 0 and 5m")
+	}
+	return settings{
+		ID: c.ID, Plans: c.Plans, Clock: c.Clock, Roles: [2]string{c.First.Role, c.Second.Role},
+		Pattern: c.Pattern, Task: c.Task, task: task, Policy: c.Policy, MaxRounds: c.MaxRounds,
+		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+	}, nil
+}
+
+func (t *TimelineConfig) normalize() error {
+	if t.MaxEvents < 0 || t.MaxBytes < 0 || t.MaxLag < 0 || t.Mailbox < 0 {
+		return bound.Malformedf("pair.timeline", "limits must not be negative")
+	}
+	if t.MaxEvents == 0 {
+		t.MaxEvents = DefaultTimelineEvents
+	}
+	if t.MaxBytes == 0 {
+		t.MaxBytes = DefaultTimelineBytes
+	}
+	if t.MaxEvents < 16 {
+		return bound.Malformedf("pair.timeline.max_events", "must be at least 16")
+	}
+	if t.MaxBytes < 64<<10 {
+		return bound.Malformedf("pair.timeline.max_bytes", "must be at least 64 KiB")
+	}
+	if t.MaxLag == 0 {
+		t.MaxLag = t.MaxEvents
+	}
+	switch t.Delivery {
+	case 0:
+		t.Delivery = Live
+	case Live, AfterRun:
+	default:
+		return bound.Malformedf("pair.timeline.delivery", "must be Live or AfterRun")
+	}
+	for _, o := range t.Required {
+		if o == nil {
+			return bound.Missing("pair.timeline.required[]")
+		}
+	}
+	for _, o := range t.BestEffort {
+		if o == nil {
+			return bound.Missing("pair.timeline.best_effort[]")
+		}
+	}
+	t.Required = append([]eventlog.Observer(nil), t.Required...)
+	t.BestEffort = append([]eventlog.Observer(nil), t.BestEffort...)
+	return nil
+}
+
+// logConfig is the timeline's eventlog configuration. Terminal events (the
+// pair terminal and relayed run terminals) get a reserve, as in a run log.
+func (t TimelineConfig) logConfig() eventlog.Config {
+	return eventlog.Config{
+		MaxEvents:     t.MaxEvents,
+		MaxBytes:      t.MaxBytes,
+		ReserveEvents: 8,
+		ReserveBytes:  32 << 10,
+		MaxLag:        t.MaxLag,
+		Required:      t.Required,
+		BestEffort:    t.BestEffort,
+		Mailbox:       t.Mailbox,
+	}
+}
+
+// sameSource compares two sources without panicking on a source whose
+// dynamic type is not comparable.
+func sameSource(a, b plan.Source) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}

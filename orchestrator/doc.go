@@ -1,0 +1,41 @@
+// Package orchestrator owns the pair: two workers, each with its own kernel
+// engine, cooperating through ordinary user messages under one leased tool
+// plan (O1–O7). The kernel is none the wiser: every run is an ordinary
+// single-agent run.
+//
+// A pair leases the current plan once, starts every run of both workers on
+// exactly that plan ID (engine.Input.Plan), and releases its lease exactly
+// once after the last run (O2). It follows a pattern — Relay (first worker,
+// then second, once) or ReviewLoop (first, second, first with the second's
+// feedback, ... until the second approves or a limit is hit) — written as
+// plain Go in patterns.go (O4). Between runs, package handoff turns a final
+// answer into the next worker's one user message, and the pair records the
+// provenance in its timeline, never in a kernel message (O3).
+//
+// A pair ends exactly once with a typed Reason (O5): completed, approved,
+// max rounds, budget exhausted (tokens, tool calls or wall time summed over
+// both workers), loop detected, worker failed, handoff rejected, cancelled
+// (O6), or an infrastructure failure of its timeline or lease. Budgets are
+// enforced from outside the kernel: a provider decorator refuses model
+// operations once the token budget is spent and stops the pair at the first
+// tool call over the tool-call budget; a timer stops it at the wall-time
+// budget.
+//
+// The pair timeline (O7) is a kernel eventlog.Log of its own with the same
+// gap-free Subscribe as a run log. Its kinds are defined here: pair.started,
+// pair.handoff, and one of pair.completed, pair.failed, pair.cancelled; in
+// between, every worker run event is relayed under its kernel kind with the
+// worker, run ID and run sequence (Relayed). Delivery Live relays each event
+// as its run commits it, through a required observer on the worker's
+// engine; AfterRun copies a run's events as soon as it ends, which keeps the
+// engines free of observers. Both write the same timeline.
+//
+// Run plays the whole pair on the calling goroutine, each worker run with
+// engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on
+// a goroutine of its own.
+//
+// The package must not reach into the kernel's internals or ask it for
+// anything a single-agent run does not already offer; it knows nothing of
+// queues, concurrency limits or other pairs (the scheduler's), nor of any
+// provider's wire format or concrete tool.
+package orchestrator

@@ -1,0 +1,289 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/message"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/workers"
+)
+
+// Pair is one running or finished pair. Its methods are safe for
+// concurrent use.
+type Pair struct {
+	cfg     settings
+	workers [2]*workers.Worker
+	relays  [2]relay // Live delivery: the observers on the workers' engines
+	lease   *plan.Lease
+	plan    plan.Plan
+	log     *eventlog.Log // the pair timeline
+
+	ctx    context.Context // cancelled by Cancel, a stop, or the caller
+	cancel context.CancelFunc
+	// appendCtx is the caller's context without its cancellation: pair
+	// events the pair decided to write are written even after a cancel.
+	appendCtx context.Context
+	observed  bool        // the timeline has observers that may block
+	wall      *time.Timer // the wall-time budget; nil without one
+
+	stopped   atomic.Uint32 // a stopCode, set once
+	tokens    atomic.Int64  // metered: tokens of completed model operations
+	requested atomic.Int64  // metered: tool calls the models requested
+	toolCalls atomic.Int64  // tool.started events relayed
+	failure   atomic.Pointer[error]
+
+	done chan struct{}
+
+	// Owned by the pair goroutine until done is closed; read-only after.
+	rounds  int
+	runs    int
+	usage   model.Usage
+	final   message.Message
+	review  message.Message
+	seen    [][sha256.Size]byte
+	seenBuf [4][sha256.Size]byte
+	result  Result
+	err     error
+}
+
+// Start validates cfg, builds both workers, leases the plan source's
+// current plan (O2) and runs the pair on its own goroutine. The pair lives
+// under ctx: cancelling ctx, or calling Cancel, cancels it (O6).
+//
+// Errors before the lease leave no trace: no timeline, no run. After it,
+// every outcome is reported by the timeline and by Wait.
+func Start(ctx context.Context, cfg Config) (*Pair, error) {
+	p, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	go p.run()
+	return p, nil
+}
+
+// Run is Start with the pair running on the calling goroutine: when it
+// returns without an error the pair has ended and Wait returns at once.
+// Every run of both workers then runs on that goroutine too, without any
+// goroutine hand-off.
+func Run(ctx context.Context, cfg Config) (*Pair, error) {
+	p, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.run()
+	return p, nil
+}
+
+func prepare(ctx context.Context, cfg Config) (*Pair, error) {
+	n, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pair{cfg: n, done: make(chan struct{})}
+	p.seen = p.seenBuf[:0]
+	for i, wc := range [2]*workers.Config{&cfg.First, &cfg.Second} {
+		if p.workers[i], err = workers.New(p.workerConfig(i, *wc)); err != nil {
+			return nil, err
+		}
+	}
+	if p.lease, err = leaseCurrent(ctx, n.Plans); err != nil {
+		return nil, err
+	}
+	p.plan = p.lease.Plan()
+	if p.log, err = eventlog.New(cfg.Timeline.logConfig()); err != nil {
+		p.releaseLease()
+		return nil, err
+	}
+	p.observed = len(cfg.Timeline.Required)+len(cfg.Timeline.BestEffort) > 0
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	// Only observers read the append context, and a lease's release only
+	// its cancellation: without observers, Background does the same.
+	p.appendCtx = context.Background()
+	if p.observed {
+		p.appendCtx = context.WithoutCancel(ctx)
+	}
+	if d := n.Budget.WallTime; d > 0 {
+		p.wall = time.AfterFunc(d, func() { p.stop(stopWallTime) })
+	}
+	return p, nil
+}
+
+// workerConfig is the host's worker config with the pair's parts: the
+// pair's plan source, the budget decorator and the relay observer.
+func (p *Pair) workerConfig(i int, wc workers.Config) workers.Config {
+	wc.Engine.Plans = p.cfg.Plans
+	if b := p.cfg.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
+		wc.Engine.Provider = &metered{inner: wc.Engine.Provider, p: p}
+	}
+	p.relays[i] = relay{p: p, role: wc.Role}
+	if p.cfg.Delivery == Live {
+		req := make([]eventlog.Observer, 0, 1+len(wc.Engine.Required))
+		req = append(req, &p.relays[i])
+		wc.Engine.Required = append(req, wc.Engine.Required...)
+	}
+	return wc
+}
+
+// leaseCurrent calls the plan source with its panics contained.
+func leaseCurrent(ctx context.Context, src plan.Source) (l *plan.Lease, err error) {
+	defer func() {
+		if recover() != nil {
+			l, err = nil, &Error{Reason: ReasonInfrastructure, Err: errPanic}
+		}
+	}()
+	l, err = src.Lease(ctx)
+	if err == nil && l == nil {
+		err = errors.New("orchestrator: plan source returned no lease")
+	}
+	return l, err
+}
+
+// ID returns the pair ID.
+func (p *Pair) ID() string { return p.cfg.ID }
+
+// Plan returns the identity of the plan the pair leased; every run of both
+// workers uses exactly this plan.
+func (p *Pair) Plan() plan.Identity { return p.plan.Identity() }
+
+// Roles returns the first and second workers' roles.
+func (p *Pair) Roles() (first, second string) { return p.cfg.Roles[0], p.cfg.Roles[1] }
+
+// Cancel asks the pair to stop: its active run is cancelled and no further
+// run starts (O6). It returns at once; Wait reports the end.
+func (p *Pair) Cancel() { p.stop(stopCancelled) }
+
+// Done is closed when the pair has ended.
+func (p *Pair) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the pair has ended or ctx is done. The error is nil for
+// ReasonCompleted and ReasonApproved, ErrCancelled for a cancelled pair, an
+// *Error for every other reason, and a *DurabilityError when the pair
+// terminal could not be made durable.
+func (p *Pair) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-p.done:
+		return p.result, p.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Subscribe returns a cursor over the pair timeline after afterSeq, with
+// the same replay-then-tail, gap-free contract as a run log (O7, K19).
+func (p *Pair) Subscribe(ctx context.Context, afterSeq uint64) (*eventlog.Subscription, error) {
+	return p.log.Subscribe(ctx, afterSeq)
+}
+
+// Stats returns the timeline's health stats.
+func (p *Pair) Stats() eventlog.Stats { return p.log.Stats() }
+
+// run plays the pattern and always finishes.
+func (p *Pair) run() {
+	p.finish(p.play())
+}
+
+// play emits pair.started and follows the pattern. A panic in the pair's
+// own code is contained here.
+func (p *Pair) play() (out outcome) {
+	defer func() {
+		if recover() != nil {
+			out = outcome{reason: ReasonInfrastructure, err: errPanic}
+		}
+	}()
+	if err := p.emit(Started{
+		PairID:          p.cfg.ID,
+		PlanID:          string(p.plan.ID()),
+		PlanFingerprint: p.plan.Fingerprint().String(),
+		Pattern:         p.cfg.Pattern.String(),
+		First:           p.cfg.Roles[0],
+		Second:          p.cfg.Roles[1],
+	}); err != nil {
+		return outcome{reason: ReasonInfrastructure, err: err}
+	}
+	if p.cfg.Pattern == Relay {
+		return p.relay()
+	}
+	return p.reviewLoop()
+}
+
+// finish runs after the last run: it releases the lease exactly once, then
+// writes the single pair terminal and closes the timeline (O2, O5).
+func (p *Pair) finish(out outcome) {
+	if p.wall != nil {
+		p.wall.Stop()
+	}
+	// As in a run's finalization: only observers can block here, and a
+	// lease bounds its own release.
+	fctx := p.appendCtx
+	if p.observed {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(fctx, p.cfg.FinalizeTimeout)
+		defer cancel()
+	}
+	if err := p.lease.Release(fctx); err != nil {
+		if out.reason.Succeeded() || out.reason == ReasonCancelled {
+			out = outcome{reason: ReasonInfrastructure, err: err}
+		} else {
+			out.err = errors.Join(out.err, err)
+		}
+	}
+	ended := Ended{
+		PairID: p.cfg.ID, Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
+		InputTokens: p.usage.Input(), OutputTokens: p.usage.Output(), ToolCalls: p.toolCalls.Load(),
+		Worker: out.worker, RunID: out.runID, Problem: out.problem,
+	}
+	ev, terr := p.log.Append(fctx, eventlog.Record{Kind: ended.Kind(), Time: p.now(), Terminal: true, Payload: ended})
+	_ = p.log.Close(fctx)
+	for _, w := range p.workers {
+		_ = w.Close(fctx) // every run has ended: this only refuses new ones
+	}
+	p.result = Result{
+		Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
+		Usage: p.usage, ToolCalls: ended.ToolCalls, Final: p.final, Review: p.review,
+		LastSeq: p.log.Stats().LastSeq,
+	}
+	p.err = out.error()
+	if terr != nil {
+		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
+	}
+	p.cancel()
+	close(p.done)
+}
+
+func (p *Pair) releaseLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FinalizeTimeout)
+	defer cancel()
+	_ = p.lease.Release(ctx)
+}
+
+// emit appends one pair event. Appends never use the caller's
+// cancellation; with observers the wait for them is bounded.
+func (p *Pair) emit(pl interface {
+	eventlog.Payload
+	Kind() string
+}) error {
+	ctx := p.appendCtx
+	if p.observed {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.FinalizeTimeout)
+		defer cancel()
+	}
+	_, err := p.log.Append(ctx, eventlog.Record{Kind: pl.Kind(), Time: p.now(), Payload: pl})
+	return err
+}
+
+// now reads the injected clock, containing its panics.
+func (p *Pair) now() (t time.Time) {
+	defer func() {
+		if recover() != nil {
+			t = time.Unix(0, 0).UTC()
+		}
+	}()
+	return p.cfg.Clock.Now()
+}

@@ -1,0 +1,127 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/spice-orch/spice-orch/kernel/engine"
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+)
+
+// relay copies one worker's run events into the pair timeline: as an
+// engine observer (Live) or from the finished run's log (AfterRun).
+type relay struct {
+	p    *Pair
+	role string
+	run  id.Run // the current run, from its run.started
+	slab slab
+	hint int // events expected from the current run; 0 if unknown
+}
+
+// Observe relays e. Its error fails the run (K16), and the pair ends with
+// ReasonInfrastructure.
+func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
+	switch pl := e.Payload().(type) {
+	case event.RunStarted:
+		r.run = pl.RunID
+	case event.ToolStarted:
+		r.p.toolCalls.Add(1)
+	}
+	_, err := r.p.log.Append(ctx, eventlog.Record{
+		Kind:     e.Kind(),
+		Time:     e.Time(),
+		Terminal: event.Terminal(e.Kind()),
+		Payload:  r.slab.relay(r.role, r.run, e, r.hint),
+	})
+	if err != nil {
+		r.p.fail(err)
+	}
+	return err
+}
+
+// fail records the first infrastructure failure of the pair's relay. It
+// takes err by value and is not inlined, so that only a failure moves an
+// error to the heap, not every call of its callers.
+//
+//go:noinline
+func (p *Pair) fail(err error) {
+	p.failure.CompareAndSwap(nil, &err)
+}
+
+// copyRun relays a finished run's events (AfterRun delivery).
+func (p *Pair) copyRun(w int, r *engine.Run) {
+	bg := context.Background()
+	sub, err := r.Subscribe(bg, 0)
+	if err != nil {
+		if oor := (*eventlog.OutOfRangeError)(nil); errors.As(err, &oor) {
+			// The run's log evicted its oldest events: relay what is left.
+			sub, err = r.Subscribe(bg, oor.Recovery)
+		}
+	}
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	defer sub.Close()
+	ctx := p.appendCtx
+	if p.observed {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.FinalizeTimeout)
+		defer cancel()
+	}
+	rl := &p.relays[w]
+	last := r.Stats().LastSeq
+	defer func() { rl.hint = 0 }()
+	for {
+		e, err := sub.Next(bg)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		rl.hint = int(last - e.Seq() + 1)
+		if err := rl.Observe(ctx, e); err != nil {
+			// An observer's refusal leaves the event committed (K16):
+			// keep relaying so that the run's lifecycles stay whole.
+			var oe *eventlog.ObserverError
+			if !errors.As(err, &oe) {
+				return
+			}
+		}
+	}
+}
+
+// Envelope of a kernel event, as eventlog documents it:
+// {"seq":N,"kind":"…","time":"<TimeLayout>","payload":{…}}.
+const envelopeFixed = len(`{"seq":`) + len(`,"kind":`) + len(`,"time":"`) + len(eventlog.TimeLayout) + len(`","payload":`) + 1
+
+// slab hands out relayed slots from blocks, so relaying costs one
+// allocation per block rather than one per event. A block stays alive while
+// the timeline retains any event in it.
+type slab struct{ free []relayed }
+
+const maxBlock = 64
+
+// relay wraps a committed run event. hint is how many more events are
+// expected (0 if unknown). The payload's length is read off the event's
+// encoded size, which the run log has measured already, so the timeline's
+// byte bound costs no second measurement.
+func (s *slab) relay(worker string, run id.Run, e eventlog.Event, hint int) Relayed {
+	if len(s.free) == 0 {
+		n := min(max(hint, 8), maxBlock)
+		s.free = make([]relayed, n)
+	}
+	r := &s.free[0]
+	s.free = s.free[1:]
+	size := e.EncodedLen() - envelopeFixed - eventlog.UintLen(e.Seq()) - eventlog.StringLen(e.Kind())
+	if size < 2 {
+		size = 0 // not an envelope this package knows: measure instead
+	}
+	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: size}
+	return Relayed{r}
+}

@@ -1,0 +1,180 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/kernel/enginetest"
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+func TestO7_LateSubscriberSeesEveryEventWithoutGaps(t *testing.T) {
+	for _, d := range []orchestrator.Delivery{orchestrator.Live, orchestrator.AfterRun} {
+		t.Run(d.String(), func(t *testing.T) {
+			h := approvedInTwoRounds(t, d)
+			reviewing, proceed := make(chan struct{}), make(chan struct{})
+			h.cfg.Second.Engine.Provider = &hookProvider{inner: h.second, hook: func(_ context.Context, n int) error {
+				if n == 1 {
+					close(reviewing)
+					<-proceed
+				}
+				return nil
+			}}
+			p, err := orchestrator.Start(context.Background(), h.cfg)
+			require.NoError(t, err)
+			<-reviewing // the pair is in the middle of its first review
+			joined := p.Stats().LastSeq
+			require.Greater(t, joined, uint64(5))
+			sub, err := p.Subscribe(context.Background(), 0)
+			require.NoError(t, err)
+			close(proceed)
+			var got []eventlog.Event
+			for e, err := range sub.All(context.Background()) {
+				require.NoError(t, err)
+				got = append(got, e)
+			}
+			_, err = p.Wait(context.Background())
+			require.NoError(t, err)
+
+			requireTimeline(t, got)
+			want := h.timeline.Events() // what the required observer saw live
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.Equal(t, want[i].Seq(), got[i].Seq())
+				require.Equal(t, string(want[i].AppendJSON(nil)), string(got[i].AppendJSON(nil)))
+			}
+		})
+	}
+}
+
+func TestO7_RelayedEventsKeepTheKernelKindAndPayload(t *testing.T) {
+	h := approvedInTwoRounds(t, orchestrator.Live)
+	writer, reviewer := &enginetest.Recorder{}, &enginetest.Recorder{}
+	h.cfg.First.Engine.Required = []eventlog.Observer{writer}
+	h.cfg.Second.Engine.Required = []eventlog.Observer{reviewer}
+	p, _, err := h.run(t)
+	require.NoError(t, err)
+
+	kernel := map[string][]eventlog.Event{"writer": writer.Events(), "reviewer": reviewer.Events()}
+	next := map[string]int{}
+	for _, e := range timeline(t, p) {
+		r, ok := e.Payload().(orchestrator.Relayed)
+		if !ok {
+			require.True(t, slices.Contains(slices.Collect(orchestrator.Kinds()), e.Kind()), e.Kind())
+			continue
+		}
+		k := kernel[r.Worker()][next[r.Worker()]]
+		next[r.Worker()]++
+		require.Equal(t, k.Kind(), e.Kind())
+		require.Equal(t, k.Seq(), r.RunSeq())
+		require.Equal(t, k.Time(), e.Time())
+		require.Equal(t, string(k.Payload().AppendJSON(nil)), string(r.Payload().AppendJSON(nil)))
+		require.Equal(t, `{"worker":"`+r.Worker()+`","run_id":"`+string(r.RunID())+`","run_seq":`+
+			strconv.FormatUint(r.RunSeq(), 10)+`,"payload":`+jsonOf(t, k.Payload())+`}`, jsonOf(t, r))
+	}
+	require.Equal(t, len(kernel["writer"]), next["writer"], "every writer event relayed")
+	require.Equal(t, len(kernel["reviewer"]), next["reviewer"], "every reviewer event relayed")
+}
+
+func TestO7_BothDeliveriesWriteTheSameTimeline(t *testing.T) {
+	encode := func(d orchestrator.Delivery) []string {
+		p, _, err := approvedInTwoRounds(t, d).run(t)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range timeline(t, p) {
+			out = append(out, string(e.AppendJSON(nil)))
+		}
+		return out
+	}
+	live := encode(orchestrator.Live)
+	require.Equal(t, live, encode(orchestrator.Live), "deterministic")
+	require.Equal(t, live, encode(orchestrator.AfterRun))
+}
+
+func TestO7_PairPayloadsEncodeCanonically(t *testing.T) {
+	require.Equal(t,
+		`{"pair_id":"p-1","plan_id":"plan-1","plan_fingerprint":"ab","pattern":"relay","workers":{"first":"writer","second":"reviewer"}}`,
+		jsonOf(t, orchestrator.Started{PairID: "p-1", PlanID: "plan-1", PlanFingerprint: "ab", Pattern: "relay", First: "writer", Second: "reviewer"}))
+	require.Equal(t,
+		`{"round":2,"from":"reviewer","to":"writer","from_run_id":"run-3","last_seq":7,"sha256":"00ff","bytes":40,"answer_bytes":9,"cut":false}`,
+		jsonOf(t, orchestrator.HandedOff{Round: 2, From: "reviewer", To: "writer", FromRunID: "run-3", LastSeq: 7, SHA256: "00ff", Bytes: 40, AnswerBytes: 9}))
+	require.Equal(t,
+		`{"pair_id":"p-1","reason":"completed","rounds":1,"runs":2,"input_tokens":20,"output_tokens":10,"tool_calls":0}`,
+		jsonOf(t, orchestrator.Ended{PairID: "p-1", Reason: orchestrator.ReasonCompleted, Rounds: 1, Runs: 2, InputTokens: 20, OutputTokens: 10}))
+	require.Equal(t,
+		`{"pair_id":"p-1","reason":"budget_exhausted","limit":"tool_calls","rounds":1,"runs":1,"input_tokens":0,"output_tokens":0,"tool_calls":2,"worker":"writer","run_id":"run-1","problem":{"code":"x","message":"y \"z\""}}`,
+		jsonOf(t, orchestrator.Ended{PairID: "p-1", Reason: orchestrator.ReasonBudgetExhausted, Limit: orchestrator.LimitToolCalls,
+			Rounds: 1, Runs: 1, ToolCalls: 2, Worker: "writer", RunID: "run-1", Problem: problem.Must("x", `y "z"`)}))
+	require.Equal(t, `{"worker":"w","run_id":"r","run_seq":1,"payload":{}}`, jsonOf(t, orchestrator.NewRelayed("w", "r", 1, nil)))
+	require.Equal(t, `{"worker":"","run_id":"","run_seq":0,"payload":{}}`, jsonOf(t, orchestrator.Relayed{}))
+}
+
+func TestO7_PairKindsAreDefinedOutsideTheKernel(t *testing.T) {
+	pair := slices.Collect(orchestrator.Kinds())
+	require.Equal(t, []string{"pair.started", "pair.handoff", "pair.completed", "pair.failed", "pair.cancelled"}, pair)
+	for k := range event.Kinds() {
+		require.NotContains(t, pair, k)
+		require.False(t, orchestrator.Terminal(k))
+	}
+	for _, r := range []orchestrator.Reason{orchestrator.ReasonCompleted, orchestrator.ReasonApproved} {
+		require.Equal(t, orchestrator.KindCompleted, orchestrator.Ended{Reason: r}.Kind())
+	}
+	require.Equal(t, orchestrator.KindCancelled, orchestrator.Ended{Reason: orchestrator.ReasonCancelled}.Kind())
+	for _, r := range []orchestrator.Reason{orchestrator.ReasonMaxRounds, orchestrator.ReasonBudgetExhausted,
+		orchestrator.ReasonLoopDetected, orchestrator.ReasonWorkerFailed, orchestrator.ReasonHandoffRejected, orchestrator.ReasonInfrastructure} {
+		require.Equal(t, orchestrator.KindFailed, orchestrator.Ended{Reason: r}.Kind(), r.String())
+	}
+}
+
+func TestO7_ARefusingTimelineObserverFailsThePair(t *testing.T) {
+	refuse := errors.New("disk full")
+	for name, kind := range map[string]string{"pair event": orchestrator.KindHandoff, "relayed event": event.KindModelCompleted} {
+		for _, d := range []orchestrator.Delivery{orchestrator.Live, orchestrator.AfterRun} {
+			t.Run(name+"/"+d.String(), func(t *testing.T) {
+				h := newHarness(t, orchestrator.Relay, script{enginetest.Answer("A.")}, script{enginetest.Answer("B.")})
+				h.cfg.Timeline.Delivery = d
+				h.timeline.Hook = func(_ context.Context, e eventlog.Event) error {
+					if e.Kind() == kind {
+						return refuse
+					}
+					return nil
+				}
+				p, res, err := h.run(t)
+				require.ErrorIs(t, err, orchestrator.ErrInfrastructure)
+				require.ErrorIs(t, err, refuse)
+				var oe *eventlog.ObserverError
+				require.ErrorAs(t, err, &oe)
+				require.Equal(t, orchestrator.ReasonInfrastructure, res.Reason)
+				require.Zero(t, h.second.Calls(), "no run after the timeline failed")
+				requireTimeline(t, timeline(t, p))
+			})
+		}
+	}
+}
+
+func TestO7_ATerminalTheTimelineCannotKeepIsADurabilityError(t *testing.T) {
+	h := newHarness(t, orchestrator.Relay, script{enginetest.Answer("A.")}, script{enginetest.Answer("B.")})
+	refuse := errors.New("disk full")
+	h.timeline.Hook = func(_ context.Context, e eventlog.Event) error {
+		if orchestrator.Terminal(e.Kind()) {
+			return refuse
+		}
+		return nil
+	}
+	p, res, err := h.run(t)
+	var de *orchestrator.DurabilityError
+	require.ErrorAs(t, err, &de)
+	require.ErrorIs(t, err, refuse)
+	require.NoError(t, de.Outcome)
+	require.Equal(t, res.LastSeq, de.Seq)
+	require.Equal(t, orchestrator.ReasonCompleted, res.Reason)
+	requireTimeline(t, timeline(t, p))
+}
