@@ -96,7 +96,9 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, err
 	}
 	p.plan = p.lease.Plan()
-	if p.log, err = eventlog.New(cfg.Timeline.logConfig()); err != nil {
+	lc := cfg.Timeline.logConfig()
+	lc.Name = cfg.ID // so observers shared by many logs (a store) file it under the pair
+	if p.log, err = eventlog.New(lc); err != nil {
 		p.releaseLease()
 		return nil, err
 	}

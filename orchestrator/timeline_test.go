@@ -50,6 +50,7 @@ func TestO7_LateSubscriberSeesEveryEventWithoutGaps(t *testing.T) {
 			for i := range want {
 				require.Equal(t, want[i].Seq(), got[i].Seq())
 				require.Equal(t, string(want[i].AppendJSON(nil)), string(got[i].AppendJSON(nil)))
+				require.Equal(t, h.cfg.ID, want[i].Log(), "a shared observer (a store) files the timeline under the pair ID")
 			}
 		})
 	}

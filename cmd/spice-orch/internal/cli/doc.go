@@ -1,0 +1,30 @@
+// Package cli owns the spice-orch command line: the cobra commands (run,
+// validate, runs list|show|replay, version, completion), their flags and
+// help, what they print, and the exit codes:
+//
+//	0    the pair completed (approved, or a relay ran both workers)
+//	1    the pair failed, or a command failed (store, I/O)
+//	2    bad usage or a bad spec
+//	130  the pair was cancelled (Ctrl-C / SIGINT, or SIGTERM)
+//
+// `run` composes a pair with package compose, starts it, and prints its
+// timeline read through Pair.Subscribe(ctx, 0): with --json each event as
+// its canonical JSON line (Event.AppendJSON plus "\n", byte for byte what
+// the store records), otherwise rendered by package render. The first
+// SIGINT or SIGTERM cancels the pair, which ends with one pair.cancelled;
+// a second one kills the process the default way.
+//
+// # Test hook
+//
+// SPICE_ORCH_PAUSE_AFTER=KIND makes `run` hold the pair, once, right after
+// the first timeline event of that kind has been committed (and so can be
+// printed), until the process receives SIGINT or SIGTERM, or a minute
+// passes. It is a required timeline observer that blocks, nothing more: the
+// signal then takes the ordinary cancellation path. It exists so that a
+// test can send SIGINT at a known point of a run that otherwise finishes
+// in milliseconds. It is not shown in --help.
+//
+// The package must not reach below the packages it composes: building a
+// pair is compose's, decoding a spec is spec's, drawing a timeline is
+// render's, and recording is the store's.
+package cli

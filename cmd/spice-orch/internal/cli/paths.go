@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+)
+
+// EnvStore, when set, is the store path used when --store is not given.
+const EnvStore = "SPICE_ORCH_STORE"
+
+// storePath returns the store to use: --store, then $SPICE_ORCH_STORE,
+// then $XDG_STATE_HOME/spice-orch/runs.db, then
+// ~/.local/state/spice-orch/runs.db.
+func storePath(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := getenv(EnvStore); p != "" {
+		return p, nil
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "spice-orch", "runs.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", errors.New("no home directory for the default store: use --store PATH or --no-store")
+		}
+	}
+	return filepath.Join(home, ".local", "state", "spice-orch", "runs.db"), nil
+}
+
+// workspace returns the directory the pair's file tools are confined to:
+// --workspace, else the spec's workspace (relative to the spec file), else
+// a new temporary directory that cleanup removes. A named directory is
+// created when missing and never removed.
+func workspace(flag string, s spec.Spec) (dir string, temporary bool, cleanup func(), err error) {
+	dir = flag
+	if dir == "" && s.Workspace != "" {
+		dir = s.Workspace
+		if !filepath.IsAbs(dir) && s.File != "" {
+			dir = filepath.Join(filepath.Dir(s.File), dir)
+		}
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "spice-orch-workspace-"); err != nil {
+			return "", false, nil, err
+		}
+		return dir, true, func() { _ = os.RemoveAll(dir) }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", false, nil, err
+	}
+	return dir, false, func() {}, nil
+}
+
+// colorful reports whether w is a terminal that wants colors.
+func colorful(w io.Writer, getenv func(string) string) bool {
+	return isTerminal(w) && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// show prints a recorded pair, or, when id names no pair, a recorded run.
+func show(ctx context.Context, env Env, st *store.Store, id string) error {
+	rec, err := st.Pair(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			return notFoundOr(id, err)
+		}
+		return showRun(env.Stdout, run)
+	}
+	if err != nil {
+		return failed(err)
+	}
+	out := env.Stdout
+	s := rec.Summary
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "pair\t%s\n", s.ID)
+	fmt.Fprintf(tw, "status\t%s\n", statusText(s.Status, s.Reason))
+	fmt.Fprintf(tw, "workers\t%s\n", dash(strings.Join(s.Workers, ", ")))
+	fmt.Fprintf(tw, "plan\t%s\n", dash(s.PlanID))
+	fmt.Fprintf(tw, "started\t%s\n", when(s.Started))
+	fmt.Fprintf(tw, "duration\t%s\n", span(s.Duration(), s.Ended))
+	if err := tw.Flush(); err != nil {
+		return failed(err)
+	}
+	if s.Status == store.StatusInterrupted {
+		fmt.Fprintln(out, "\ninterrupted: the process running this pair ended before the pair's terminal was recorded.")
+	}
+	if len(rec.Runs) > 0 {
+		fmt.Fprintln(out, "\nruns")
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, r := range rec.Runs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d turns\t%d in / %d out tokens\t%s\n", r.ID, r.Worker,
+				statusText(r.Status, problemText(r.ProblemCode, r.ProblemMessage)), r.Turns, r.InputTokens, r.OutputTokens,
+				span(r.Duration(), r.Ended))
+		}
+		if err := tw.Flush(); err != nil {
+			return failed(err)
+		}
+	}
+	uncertain(out, rec.Uncertain)
+	fmt.Fprintln(out, "\ntimeline")
+	var buf bytes.Buffer
+	for _, en := range rec.Events {
+		buf.Write(en.Event.AppendJSON(nil))
+		buf.WriteByte('\n')
+	}
+	return renderLines(env, buf.Bytes())
+}
+
+func showRun(out io.Writer, rec store.RunRecord) error {
+	s := rec.Summary
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", s.ID)
+	if s.PairID != "" {
+		fmt.Fprintf(tw, "pair\t%s (worker %s)\n", s.PairID, s.Worker)
+	}
+	fmt.Fprintf(tw, "status\t%s\n", statusText(s.Status, problemText(s.ProblemCode, s.ProblemMessage)))
+	fmt.Fprintf(tw, "definition\t%s, model %s, plan %s\n", dash(s.Definition), dash(s.Model), dash(s.PlanID))
+	fmt.Fprintf(tw, "started\t%s\n", when(s.Started))
+	fmt.Fprintf(tw, "duration\t%s\n", span(s.Duration(), s.Ended))
+	fmt.Fprintf(tw, "usage\t%d turns, %d in / %d out tokens\n", s.Turns, s.InputTokens, s.OutputTokens)
+	if err := tw.Flush(); err != nil {
+		return failed(err)
+	}
+	if len(rec.Calls) > 0 {
+		fmt.Fprintln(out, "\ntool calls")
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, c := range rec.Calls {
+			st := string(c.Status)
+			if c.Outcome != "" {
+				st += " (" + c.Outcome + ")"
+			}
+			fmt.Fprintf(tw, "  #%d\t%s\t%s\t%s\n", c.StartedSeq, c.Name, dash(c.Effect), st)
+		}
+		if err := tw.Flush(); err != nil {
+			return failed(err)
+		}
+	}
+	uncertain(out, rec.Uncertain)
+	if len(rec.Events) > 0 {
+		fmt.Fprintln(out, "\nevents")
+		for _, en := range rec.Events {
+			fmt.Fprintln(out, "  "+en.Summary())
+		}
+	}
+	return nil
+}
+
+// uncertain says which mutating calls may or may not have taken effect.
+func uncertain(out io.Writer, calls []store.Call) {
+	if len(calls) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nuncertain tool calls: their effect may or may not have happened, and nothing runs them again automatically")
+	for _, c := range calls {
+		fmt.Fprintf(out, "  %s: %s (call %s, %s), started at run sequence %d, %s\n", c.RunID, c.Name, c.CallID,
+			dash(c.Effect), c.StartedSeq, callOutcome(c))
+	}
+}
+
+func callOutcome(c store.Call) string {
+	if c.Status == store.CallUncertain {
+		return "no outcome recorded"
+	}
+	return string(c.Status) + " with an uncertain outcome"
+}
+
+func statusText(s store.Status, detail string) string {
+	if detail == "" {
+		return string(s)
+	}
+	return string(s) + " (" + detail + ")"
+}
+
+func problemText(code, msg string) string {
+	if code == "" {
+		return ""
+	}
+	if msg == "" {
+		return code
+	}
+	return code + ": " + msg
+}

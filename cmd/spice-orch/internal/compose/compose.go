@@ -1,0 +1,290 @@
+package compose
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/handoff"
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/engine"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/providers/openai"
+	"github.com/spice-orch/spice-orch/providers/scripted"
+	"github.com/spice-orch/spice-orch/tools"
+	"github.com/spice-orch/spice-orch/workers"
+)
+
+// Options is the input to Build.
+type Options struct {
+	// Spec is the validated pair spec.
+	Spec spec.Spec
+	// Task is the first worker's task; "" means the spec's, then
+	// spec.DefaultTask.
+	Task string
+	// Workspace is the existing directory the file tools are confined to.
+	Workspace string
+	// PairID names the pair; NewPairID makes a unique one. Run IDs and the
+	// plan ID derive from it, so pairs recorded in one store never collide.
+	PairID string
+	// Store, when set, is a required observer of every run log of both
+	// workers and of the pair timeline: an event is acknowledged only once
+	// it has been recorded (store.Store is one).
+	Store eventlog.Observer
+	// Timeline are further required observers of the pair timeline, told
+	// after Store.
+	Timeline []eventlog.Observer
+	// Getenv reads the environment (OPENAI_API_KEY, OPENAI_BASE_URL); nil
+	// reads nothing.
+	Getenv func(string) string
+	// Clock times every event; nil means the wall clock.
+	Clock engine.Clock
+}
+
+// Pair is a built pair, ready for orchestrator.Start.
+type Pair struct {
+	Config orchestrator.Config
+	// Plan is the pair's plan identity.
+	Plan plan.Identity
+	// Tools are the names of the tools in the plan, sorted.
+	Tools []string
+
+	closers []func()
+}
+
+// Close releases what Build opened beside the pair: idle HTTP connections
+// of the OpenAI workers. Call it after
+// the pair has ended.
+func (p *Pair) Close() {
+	for _, c := range p.closers {
+		c()
+	}
+	p.closers = nil
+}
+
+// ConfigError marks a mistake in what the user asked for (a spec that
+// names a tool the plan lacks, an OpenAI worker without a key), as opposed
+// to a failure of the machine.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// NewPairID returns "pair-YYYYMMDD-HHMMSS-xxxxxxxx": the UTC time and 32
+// random bits, so that IDs sort by start and never collide in one store.
+func NewPairID(now time.Time, random io.Reader) (string, error) {
+	var b [4]byte
+	if random == nil {
+		random = rand.Reader
+	}
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", err
+	}
+	return "pair-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// Build composes the pair described by o. Errors that the user can fix in
+// the spec, the flags or the environment are *ConfigError values.
+func Build(o Options) (*Pair, error) {
+	if err := id.Check("pair.id", o.PairID); err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = engine.ClockFunc(time.Now)
+	}
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	task := o.Task
+	if task == "" {
+		task = o.Spec.Task
+	}
+	if task == "" {
+		task = spec.DefaultTask
+	}
+	if err := bound.Text("task", task, bound.MaxMessageBytes); err != nil {
+		return nil, &ConfigError{err}
+	}
+	p := &Pair{}
+	plans, ident, names, err := buildPlan(o.Workspace, "plan-"+o.PairID)
+	if err != nil {
+		return nil, err
+	}
+	p.Plan, p.Tools = ident, names
+	var ws [2]workers.Config
+	for i, w := range o.Spec.Workers {
+		if ws[i], err = p.worker(o, workerField(i), w, names); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	policy, err := buildPolicy(o.Spec)
+	if err != nil {
+		p.Close()
+		return nil, &ConfigError{err}
+	}
+	var required []eventlog.Observer
+	if o.Store != nil {
+		// The timeline's log is named by the pair ID, so the store files
+		// its events under the pair.
+		required = append(required, o.Store)
+	}
+	required = append(required, o.Timeline...)
+	pattern := orchestrator.ReviewLoop
+	if o.Spec.Pattern == spec.Relay {
+		pattern = orchestrator.Relay
+	}
+	l := o.Spec.Limits
+	p.Config = orchestrator.Config{
+		ID: o.PairID, Plans: plans, Clock: o.Clock,
+		First: ws[0], Second: ws[1],
+		Pattern: pattern, Task: task, Policy: policy, MaxRounds: l.MaxRounds,
+		Budget:   orchestrator.Budget{Tokens: l.Tokens, ToolCalls: l.ToolCalls, WallTime: l.WallTime},
+		Timeline: orchestrator.TimelineConfig{Required: required},
+	}
+	return p, nil
+}
+
+// buildPlan makes the one plan of the pair: the compiled tools confined to
+// the workspace, behind one dispatcher.
+func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string, error) {
+	ts, err := tools.New(tools.Config{Root: workspace})
+	if err != nil {
+		return nil, plan.Identity{}, nil, &ConfigError{err}
+	}
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
+	if err != nil {
+		return nil, plan.Identity{}, nil, err
+	}
+	pl, err := plan.New(plan.ID(planID), d)
+	if err != nil {
+		return nil, plan.Identity{}, nil, err
+	}
+	mem, err := plan.NewMemory(pl)
+	if err != nil {
+		return nil, plan.Identity{}, nil, err
+	}
+	var names []string
+	for def := range pl.Definitions() {
+		names = append(names, def.Name())
+	}
+	slices.Sort(names)
+	return mem, pl.Identity(), names, nil
+}
+
+// worker builds one worker's config: definition, provider and engine
+// parts. Its run IDs are "<pair>/<role>/run-N".
+func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string) (workers.Config, error) {
+	def, err := engine.NewDefinition(engine.DefinitionConfig{
+		Name: w.Role, Model: w.Model, System: w.System, MaxTurns: w.MaxTurns})
+	if err != nil {
+		return workers.Config{}, &ConfigError{err}
+	}
+	prov, err := p.provider(o, field, w, toolNames)
+	if err != nil {
+		return workers.Config{}, err
+	}
+	eng := engine.Config{Provider: prov, IDs: &id.Counter{Prefix: o.PairID + "/" + w.Role + "/"}, Clock: o.Clock}
+	if o.Store != nil {
+		eng.Required = []eventlog.Observer{o.Store}
+	}
+	return workers.Config{Role: w.Role, Definition: def, Engine: eng}, nil
+}
+
+func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
+	switch w.Provider {
+	case spec.Scripted:
+		if err := checkTools(field, w, toolNames); err != nil {
+			return nil, err
+		}
+		prov, err := scripted.NewProvider(w.Script)
+		if err != nil {
+			return nil, &ConfigError{err}
+		}
+		return prov, nil
+	case spec.OpenAI:
+		cfg := openai.ConfigFromEnv(o.Getenv)
+		if w.OpenAI.BaseURL != "" {
+			cfg.BaseURL = w.OpenAI.BaseURL
+		}
+		cfg.Timeout = w.OpenAI.Timeout
+		cfg.Temperature = w.OpenAI.Temperature
+		cfg.MaxOutputTokens = w.OpenAI.MaxOutputTokens
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		cfg.HTTPClient = &http.Client{Transport: tr}
+		prov, err := openai.New(cfg)
+		if err != nil {
+			var be *bound.Error
+			if errors.As(err, &be) && be.Field == "openai.api_key" && be.Rule == bound.Required {
+				err = errors.New(field + ": provider openai needs " + openai.EnvAPIKey +
+					" (or a base_url / " + openai.EnvBaseURL + " for a server without keys)")
+			}
+			return nil, &ConfigError{err}
+		}
+		p.closers = append(p.closers, tr.CloseIdleConnections)
+		return prov, nil
+	}
+	return nil, &ConfigError{bound.Malformedf(field+".provider", "unknown provider")}
+}
+
+// ToolNames returns the names of the tools every pair's plan holds, sorted.
+func ToolNames() []string {
+	return []string{tools.NameFSRead, tools.NameFSWrite, tools.NameTextStats}
+}
+
+// Check reports what Build would refuse in s without building anything: a
+// scripted worker whose script calls a tool the plan does not have.
+func Check(s spec.Spec) error {
+	for i, w := range s.Workers {
+		if w.Provider == spec.Scripted {
+			if err := checkTools(workerField(i), w, ToolNames()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func workerField(i int) string { return "workers[" + strconv.Itoa(i) + "]" }
+
+func checkTools(field string, w spec.Worker, have []string) error {
+	for _, name := range w.Script.ToolNames() {
+		if !slices.Contains(have, name) {
+			return &ConfigError{bound.Malformedf(field+".script",
+				"calls the tool "+name+", which the plan does not have (it has "+strings.Join(have, ", ")+")")}
+		}
+	}
+	return nil
+}
+
+// buildPolicy builds the handoff policy. A review pattern frames the
+// reviewer's answers as "Reviewer feedback" unless the spec says otherwise,
+// as the orchestrator's default policy does.
+func buildPolicy(s spec.Spec) (handoff.Policy, error) {
+	cfg := s.Handoff.Config()
+	if s.Pattern == spec.Review {
+		second := s.Workers[1].Role
+		if _, ok := cfg.Headings[second]; !ok {
+			h := maps.Clone(cfg.Headings)
+			if h == nil {
+				h = make(map[string]string, 1)
+			}
+			h[second] = "Reviewer feedback"
+			cfg.Headings = h
+		}
+	}
+	return handoff.NewPolicy(cfg)
+}

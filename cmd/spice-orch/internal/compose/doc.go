@@ -1,0 +1,12 @@
+// Package compose is the spice-orch command's composition root below the
+// command line: from a validated spec it builds, with plain constructors,
+// everything one pair needs — the compiled tools confined to the
+// workspace, one plan over them, a provider per worker (scripted or
+// OpenAI-compatible), both workers' engines with unique IDs, the handoff
+// policy, the limits, and the store as a required observer of every run
+// log and of the pair timeline — and hands back an orchestrator.Config.
+//
+// It must not parse flags, read files other than through the packages it
+// composes, print, or decide exit codes; the environment reaches it only
+// through an injected getenv. Running the pair is the caller's business.
+package compose
