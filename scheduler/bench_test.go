@@ -1,0 +1,114 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/scheduler"
+)
+
+// benchThroughput submits jobs — two text workers on cycling scripted
+// providers, relay pattern, one shared config — to a scheduler with
+// GOMAXPROCS pair slots and as many model slots (so every model operation
+// goes through the decorator). It keeps at most backlog jobs outstanding,
+// as a host that collects results as jobs end, and reports pairs per
+// second including the final drain. retain 0 is the default.
+func benchThroughput(b *testing.B, d orchestrator.Delivery, backlog, retain int) {
+	cfg := relay(b, cycling("Hello there."), cycling("Looks good."))
+	cfg.Timeline.Delivery = d
+	pairs := runtime.GOMAXPROCS(0)
+	s, err := scheduler.New(scheduler.Config{Pairs: pairs, ModelOps: pairs, Queue: backlog, Retain: retain})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	ring := make([]string, backlog)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if n >= backlog {
+			// A job the scheduler no longer keeps has ended.
+			if _, err := s.Wait(ctx, ring[n%backlog]); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+		jobID, err := s.Submit(ctx, scheduler.Job{Pair: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ring[n%backlog] = jobID
+		n++
+	}
+	b.StartTimer() // the drain belongs to the measurement
+	if err := s.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if st := s.Stats(); st.Completed != uint64(n) {
+		b.Fatalf("%d of %d jobs completed (%d failed)", st.Completed, n, st.Failed)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
+
+// BenchmarkSchedulerThroughput is the performance table's scheduler row:
+// a backlog of 64 jobs, 64 finished jobs kept, the pair timeline filled as
+// each run ends (AfterRun), as in BenchmarkPairRelay.
+func BenchmarkSchedulerThroughput(b *testing.B) { benchThroughput(b, orchestrator.AfterRun, 64, 64) }
+
+// BenchmarkSchedulerThroughputLive relays every run event into the pair
+// timeline as it is committed (Live delivery, the orchestrator default).
+func BenchmarkSchedulerThroughputLive(b *testing.B) { benchThroughput(b, orchestrator.Live, 64, 64) }
+
+// BenchmarkSchedulerThroughputRetainDefault keeps DefaultRetain finished
+// jobs (each with its pair and timeline) behind a backlog of 512: a larger
+// table and live heap.
+func BenchmarkSchedulerThroughputRetainDefault(b *testing.B) {
+	benchThroughput(b, orchestrator.AfterRun, 512, 0)
+}
+
+// BenchmarkQueuedJobMemory measures the heap one queued job costs: 100,000
+// jobs submitted behind a job that holds the only pair slot, live heap
+// before and after, after a full GC each time.
+func BenchmarkQueuedJobMemory(b *testing.B) {
+	const jobs = 100_000
+	block := newHeld("First.")
+	first := relay(b, block, cycling("OK."))
+	rest := relay(b, cycling("Draft."), cycling("OK."))
+	ctx := context.Background()
+	var perJob float64
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := scheduler.New(scheduler.Config{Pairs: 1, Queue: jobs, Retain: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Submit(ctx, scheduler.Job{Pair: first}); err != nil {
+			b.Fatal(err)
+		}
+		<-block.started
+		before := liveHeap()
+		for range jobs {
+			if _, err := s.Submit(ctx, scheduler.Job{Pair: rest}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perJob = float64(liveHeap()-before) / jobs
+		if st := s.Stats(); st.Queued != jobs {
+			b.Fatalf("%d queued", st.Queued)
+		}
+		if err := s.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(perJob, "B/queued-job")
+}
+
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}

@@ -1,0 +1,57 @@
+// Package scheduler runs many pairs (package orchestrator) inside a host
+// process: a bounded FIFO queue, a limit on the pairs that run at once, a
+// limit on the model operations in flight across all of them, per-job state
+// in an in-memory database (go-memdb), cancellation, and a draining Close
+// (O8). A host embeds it with New; it needs no CLI.
+//
+// # Jobs
+//
+// Submit queues a job — an *orchestrator.Config — and returns its ID at
+// once. A job is queued, then running, then exactly once completed, failed
+// or cancelled. A full queue is a *QueueFullError (errors.Is ErrQueueFull);
+// Submit never waits for room. The job's pair is built only when the job
+// starts, so a queued job costs its state record and nothing more; the
+// scheduler keeps the config pointer and never changes the config.
+//
+// Job state lives in a go-memdb table indexed by job ID, by state (then
+// submission number) and by submission number. Get, List, Wait and
+// Subscribe read snapshots of it; Wait and Subscribe wake on the table's
+// watch channels. Every method sees a job once Submit has returned its ID,
+// though Submit itself only appends to a short buffer that the next
+// transaction stores: a submission costs no transaction of its own. A
+// finished job keeps its record, result and pair timeline until about
+// Config.Retain newer jobs have finished.
+//
+// Each job runs under its own context, a child of the scheduler's, not of
+// Submit's: Cancel cancels one job, Shutdown all of them.
+//
+// # Order and fairness
+//
+// Jobs start strictly in submission order: a fixed pool of Config.Pairs
+// goroutines takes the queued job with the lowest submission number each
+// time one of them is free. There is no preemption and no time slicing: a
+// long pair holds its slot until it ends, so short jobs behind it go through
+// the remaining Pairs-1 slots, and with Pairs = 1 they wait for it. Model
+// operations are granted in request order (a FIFO semaphore); a pair runs
+// at most one model operation at a time, so a long pair competes with short
+// ones operation by operation and cannot take more than one slot.
+//
+// # Subscribe
+//
+// Subscribe on a job that is still queued waits, under its context, until
+// the job starts, then returns a cursor over the pair timeline; a job that
+// ended without a pair (cancelled while queued, or a config the orchestrator
+// refused) gives ErrNoTimeline.
+//
+// # Shutting down
+//
+// Close refuses new jobs and waits until every queued and running job has
+// ended; Shutdown also cancels them: queued jobs end cancelled without
+// starting, running pairs are cancelled. When either returns nil, every
+// pair has ended and every goroutine of the pool has returned.
+//
+// The package knows pairs only through the orchestrator's public API. It
+// must not reach into the kernel's engine, know any provider's wire format,
+// or change what a pair does: its model-operation limit is a model.Provider
+// decorator around each worker's provider, outside the kernel.
+package scheduler

@@ -1,0 +1,376 @@
+package scheduler
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// Job is one unit of work: a pair to run.
+type Job struct {
+	// Pair configures the job's pair. The scheduler keeps the pointer, not
+	// a copy, and reads the config when the job starts: it must not change
+	// after Submit. Many jobs may share one config. An empty Pair.ID
+	// becomes the job ID; the scheduler never writes to the config. The
+	// orchestrator validates the config when the job starts: a config it
+	// refuses fails the job (Info.Err).
+	Pair *orchestrator.Config
+}
+
+// Scheduler runs jobs (O8). Its methods are safe for concurrent use. New
+// starts its goroutine pool; Close or Shutdown stops it.
+type Scheduler struct {
+	cfg   Config
+	db    *memdb.MemDB
+	slots *slots // the model-operation limit; nil without one
+
+	// Submit appends to pending under mu; the next write transaction, of
+	// a pool goroutine or of any call that reads the table, stores it
+	// (drain, flush). So a submission costs no transaction of its own,
+	// and pending jobs share the nodes the next transaction copies
+	// anyway. Lock order: the table's writer lock, then mu.
+	mu       sync.Mutex
+	seq      uint64    // guarded by mu
+	pending  []*record // guarded by mu; in submission order
+	draining []*record // guarded by mu; the batch a transaction is storing
+	spare    []*record // guarded by mu; a free pending array
+	closed   bool      // guarded by mu
+	// unsynced counts submissions not yet committed to the table; it
+	// drops only after the commit, so zero means every job Submit has
+	// returned is visible to a read transaction.
+	unsynced atomic.Int64
+
+	finished finishedQueue // guarded by the table's writer lock
+	counts   counters
+
+	wake     chan struct{} // a job was queued
+	quit     chan struct{} // closed by Close or Shutdown
+	quitOnce sync.Once
+
+	base       context.Context // parent of every job's context
+	cancelBase context.CancelFunc
+	live       atomic.Int32  // pool goroutines still running
+	poolDone   chan struct{} // closed by the last one
+}
+
+type counters struct {
+	queued, running, retained    atomic.Int64
+	submitted, rejected          atomic.Uint64
+	completed, failed, cancelled atomic.Uint64
+}
+
+// New validates cfg and starts a scheduler with its pool of cfg.Pairs
+// goroutines, which wait for jobs until Close or Shutdown.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	db, err := memdb.NewMemDB(schema)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:      cfg,
+		db:       db,
+		wake:     make(chan struct{}, cfg.Pairs),
+		quit:     make(chan struct{}),
+		poolDone: make(chan struct{}),
+	}
+	if cfg.ModelOps > 0 {
+		s.slots = newSlots(cfg.ModelOps, cfg.ModelWait)
+	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.live.Store(int32(cfg.Pairs))
+	for range cfg.Pairs {
+		go s.serve()
+	}
+	return s, nil
+}
+
+// Submit queues job and returns its ID at once. It never waits: a full
+// queue is a *QueueFullError, a closed scheduler ErrClosed. ctx bounds only
+// the submission; the job lives under the scheduler (Cancel, Shutdown).
+// The job is visible to every other method as soon as Submit returns.
+func (s *Scheduler) Submit(ctx context.Context, job Job) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if job.Pair == nil {
+		return "", bound.Missing("job.pair")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return "", ErrClosed
+	}
+	if s.counts.queued.Load() >= int64(s.cfg.Queue) {
+		s.mu.Unlock()
+		s.counts.rejected.Add(1)
+		return "", &QueueFullError{Limit: s.cfg.Queue}
+	}
+	seq := s.seq + 1
+	jobID, err := s.newID(seq)
+	if err == nil && s.inUse(jobID) {
+		err = bound.Conflicting("scheduler.ids", "the ID source returned an ID in use")
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	s.seq = seq
+	s.pending = append(s.pending, &record{id: jobID, seq: seq, state: Queued, submitted: s.now(), cfg: job.Pair})
+	s.unsynced.Add(1)
+	s.counts.queued.Add(1)
+	s.counts.submitted.Add(1)
+	full := len(s.pending) >= maxPending
+	s.mu.Unlock()
+	if full {
+		s.flush() // no pool goroutine is taking them: keep the buffer short
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // enough wake-ups are pending already
+	}
+	return jobID, nil
+}
+
+// Get returns a snapshot of the job.
+func (s *Scheduler) Get(jobID string) (Info, error) {
+	_, r := s.watch(jobID)
+	if r == nil {
+		return Info{}, ErrNotFound
+	}
+	return r.info(), nil
+}
+
+// List yields the jobs in state, or every job for state 0, in submission
+// order, from one snapshot taken when List is called.
+func (s *Scheduler) List(state State) iter.Seq[Info] {
+	s.flush()
+	txn := s.db.Txn(false)
+	var it memdb.ResultIterator
+	var err error
+	if state == 0 {
+		it, err = txn.Get(table, indexSeq)
+	} else {
+		it, err = txn.Get(table, stateOrder, state)
+	}
+	return func(yield func(Info) bool) {
+		if err != nil {
+			return
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if !yield(raw.(*record).info()) {
+				return
+			}
+		}
+	}
+}
+
+// Wait blocks until the job has ended and returns its final snapshot, or
+// until ctx is done (ctx.Err(), and the job carries on). Its error is
+// about the waiting — ErrNotFound or ctx's error; the job's own outcome is
+// Info.State and Info.Err. A job that has already ended is returned even
+// when ctx is done.
+func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
+	for {
+		ch, r := s.watch(jobID)
+		if r == nil {
+			return Info{}, ErrNotFound
+		}
+		if r.state.Terminal() {
+			return r.info(), nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Info{}, ctx.Err()
+		}
+	}
+}
+
+// Cancel cancels a job. A queued job ends cancelled at once and never
+// starts; a running job's pair is cancelled and the job ends cancelled
+// (unless its pair ended first); Wait reports the end. Cancelling a job
+// that has ended does nothing.
+func (s *Scheduler) Cancel(jobID string) error {
+	_, r := s.watch(jobID)
+	if r == nil {
+		return ErrNotFound
+	}
+	switch r.state {
+	case Running:
+		r.run.cancel()
+		return nil
+	case Queued:
+	default:
+		return nil
+	}
+	// End the queued job, unless a pool goroutine started it meanwhile;
+	// contexts are cancelled after the commit, outside the writer lock.
+	var started *run
+	txn := s.db.Txn(true)
+	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
+		switch q := raw.(*record); q.state {
+		case Queued:
+			s.cancelQueued(txn, q)
+		case Running:
+			started = q.run
+		}
+	}
+	txn.Commit()
+	if started != nil {
+		started.cancel()
+	}
+	return nil
+}
+
+// Subscribe returns a cursor over the job's pair timeline after afterSeq,
+// with the pair's gap-free replay-then-tail contract (O7). For a job still
+// queued it waits, under ctx, until the job starts. A job that ended
+// without a pair gives ErrNoTimeline.
+func (s *Scheduler) Subscribe(ctx context.Context, jobID string, afterSeq uint64) (*eventlog.Subscription, error) {
+	for {
+		ch, r := s.watch(jobID)
+		if r == nil {
+			return nil, ErrNotFound
+		}
+		if r.state == Queued {
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if r.run == nil {
+			return nil, ErrNoTimeline
+		}
+		select {
+		case <-r.run.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if r.run.pair == nil {
+			return nil, ErrNoTimeline
+		}
+		return r.run.pair.Subscribe(ctx, afterSeq)
+	}
+}
+
+// Stats reports the scheduler's gauges and counters.
+type Stats struct {
+	Queued, Running int // jobs now
+	Retained        int // finished jobs kept (Config.Retain)
+	// Submitted counts accepted jobs, Rejected refusals of a full queue.
+	Submitted, Rejected uint64
+	// Completed, Failed and Cancelled count jobs that ended so.
+	Completed, Failed, Cancelled uint64
+	// ModelOps is the model operations in flight now, and ModelWaits the
+	// operations that had to wait for a slot (with Config.ModelOps only).
+	ModelOps   int
+	ModelWaits uint64
+}
+
+// Stats returns the current stats. Each field is exact; fields read
+// while jobs move may not add up.
+func (s *Scheduler) Stats() Stats {
+	st := Stats{
+		Queued:    int(s.counts.queued.Load()),
+		Running:   int(s.counts.running.Load()),
+		Retained:  int(s.counts.retained.Load()),
+		Submitted: s.counts.submitted.Load(),
+		Rejected:  s.counts.rejected.Load(),
+		Completed: s.counts.completed.Load(),
+		Failed:    s.counts.failed.Load(),
+		Cancelled: s.counts.cancelled.Load(),
+	}
+	if s.slots != nil {
+		st.ModelOps = int(s.slots.inFlight.Load())
+		st.ModelWaits = s.slots.waited.Load()
+	}
+	return st
+}
+
+// Close refuses new jobs and waits until every queued and running job has
+// ended and the pool has stopped, or until ctx is done (ctx.Err(); the
+// jobs carry on, and Shutdown can cancel them).
+func (s *Scheduler) Close(ctx context.Context) error {
+	s.stop(false)
+	return s.wait(ctx)
+}
+
+// Shutdown refuses new jobs, cancels the queued ones (they never start)
+// and the running ones, and waits as Close does.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.stop(true)
+	return s.wait(ctx)
+}
+
+func (s *Scheduler) stop(cancel bool) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	txn := s.db.Txn(true)
+	s.drain(txn)
+	if cancel {
+		var queued []*record
+		if it, err := txn.Get(table, stateOrder, Queued); err == nil {
+			for raw := it.Next(); raw != nil; raw = it.Next() {
+				queued = append(queued, raw.(*record))
+			}
+		}
+		for _, r := range queued {
+			s.cancelQueued(txn, r)
+		}
+	}
+	txn.Commit()
+	s.quitOnce.Do(func() { close(s.quit) })
+	if cancel {
+		s.cancelBase() // every running job's context
+	}
+}
+
+func (s *Scheduler) wait(ctx context.Context) error {
+	select {
+	case <-s.poolDone:
+		s.cancelBase()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// now reads the injected clock, containing its panics.
+func (s *Scheduler) now() (t time.Time) {
+	defer func() {
+		if recover() != nil {
+			t = time.Time{}
+		}
+	}()
+	return s.cfg.Clock.Now()
+}
+
+// newID asks the injected ID source for a job ID and checks it, containing
+// its panics.
+func (s *Scheduler) newID(seq uint64) (jobID string, err error) {
+	defer func() {
+		if recover() != nil {
+			jobID, err = "", errPanic
+		}
+	}()
+	jobID = s.cfg.IDs(seq)
+	if err := id.Check("scheduler.job_id", jobID); err != nil {
+		return "", err
+	}
+	return jobID, nil
+}

@@ -1,0 +1,294 @@
+package scheduler
+
+import (
+	"errors"
+	"math/bits"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// record is a job's row in the table. A stored record is never changed: a
+// transition stores a changed copy.
+type record struct {
+	id        string
+	seq       uint64
+	state     State
+	submitted time.Time
+	cfg       *orchestrator.Config // until the job leaves the queue
+	run       *run                 // from the job's start
+	end       *ending              // once it has ended
+}
+
+// ending is what a finished job keeps.
+type ending struct {
+	at     time.Time
+	result orchestrator.Result
+	err    error
+}
+
+func (r *record) info() Info {
+	in := Info{ID: r.id, Seq: r.seq, State: r.state, Submitted: r.submitted}
+	if r.run != nil {
+		in.Started = r.run.started
+	}
+	if r.end != nil {
+		in.Ended, in.Result, in.Err = r.end.at, r.end.result, r.end.err
+	}
+	return in
+}
+
+// The table and its indexes. The state index is keyed by state and then
+// submission number, so the queued job to start next is the first one
+// under the Queued prefix, and List returns jobs in submission order.
+const (
+	table      = "jobs"
+	indexID    = "id"
+	indexSeq   = "seq"
+	indexState = "state"
+	// stateOrder scans the state index by state, in submission order.
+	stateOrder = indexState + "_prefix"
+)
+
+var schema = &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	table: {
+		Name: table,
+		Indexes: map[string]*memdb.IndexSchema{
+			indexID:    {Name: indexID, Unique: true, Indexer: idIndexer{}},
+			indexSeq:   {Name: indexSeq, Unique: true, Indexer: seqIndexer{}},
+			indexState: {Name: indexState, Unique: true, Indexer: stateIndexer{}},
+		},
+	},
+}}
+
+var errIndexArg = errors.New("scheduler: wrong index argument")
+
+// The indexers are written by hand: memdb's field indexers use
+// reflection, and its integer ones encode varints, whose byte order is not
+// numeric order.
+//
+// A submission number is keyed as its count of hexadecimal digits followed
+// by the digits, one per byte: byte order is numeric order, and no radix
+// tree node has more than 16 children. Every write copies the nodes on its
+// path, so narrow nodes keep each transition cheap; with one byte per
+// 8 bits, consecutive numbers would share nodes of 256 children.
+
+type idIndexer struct{}
+
+func (idIndexer) FromObject(raw any) (bool, []byte, error) {
+	return true, []byte(raw.(*record).id), nil
+}
+
+func (idIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, errIndexArg
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, errIndexArg
+	}
+	return []byte(s), nil
+}
+
+type seqIndexer struct{}
+
+func (seqIndexer) FromObject(raw any) (bool, []byte, error) {
+	return true, appendSeq(make([]byte, 0, 17), raw.(*record).seq), nil
+}
+
+func (seqIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, errIndexArg
+	}
+	n, ok := args[0].(uint64)
+	if !ok {
+		return nil, errIndexArg
+	}
+	return appendSeq(make([]byte, 0, 17), n), nil
+}
+
+// appendSeq appends the order-preserving key of n.
+func appendSeq(dst []byte, n uint64) []byte {
+	digits := max(1, (bits.Len64(n)+3)/4)
+	dst = append(dst, byte(digits))
+	for i := digits - 1; i >= 0; i-- {
+		dst = append(dst, byte(n>>(4*i))&0xf)
+	}
+	return dst
+}
+
+// stateIndexer keys a record by its state byte and submission number. The
+// key is unique, so memdb need not append the ID to it.
+type stateIndexer struct{}
+
+func (stateIndexer) FromObject(raw any) (bool, []byte, error) {
+	r := raw.(*record)
+	k := make([]byte, 1, 18)
+	k[0] = byte(r.state)
+	return true, appendSeq(k, r.seq), nil
+}
+
+// FromArgs takes a state and a submission number.
+func (stateIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 2 {
+		return nil, errIndexArg
+	}
+	s, ok1 := args[0].(State)
+	n, ok2 := args[1].(uint64)
+	if !ok1 || !ok2 {
+		return nil, errIndexArg
+	}
+	return appendSeq(append(make([]byte, 0, 18), byte(s)), n), nil
+}
+
+// PrefixFromArgs takes a state.
+func (stateIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, errIndexArg
+	}
+	s, ok := args[0].(State)
+	if !ok {
+		return nil, errIndexArg
+	}
+	return []byte{byte(s)}, nil
+}
+
+// maxPending bounds the submissions waiting for a transaction.
+const maxPending = 64
+
+// inUse reports whether a job, stored, being stored or pending, has the
+// ID. The caller holds mu.
+func (s *Scheduler) inUse(jobID string) bool {
+	for _, r := range s.draining {
+		if r.id == jobID {
+			return true
+		}
+	}
+	for _, r := range s.pending {
+		if r.id == jobID {
+			return true
+		}
+	}
+	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
+	return raw != nil
+}
+
+// drain stores the pending submissions in txn, oldest first, and reports
+// whether the scheduler was closed when it took them: no submission can
+// follow a drain that saw it closed. The caller must commit txn.
+func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
+	s.mu.Lock()
+	batch, closed := s.pending, s.closed
+	if len(batch) == 0 {
+		s.mu.Unlock()
+		return closed
+	}
+	s.pending, s.spare = s.spare[:0], nil
+	s.draining = batch // until the commit, for inUse
+	s.mu.Unlock()
+	for _, r := range batch {
+		put(txn, r)
+	}
+	txn.Defer(func() { // after the commit
+		s.unsynced.Add(-int64(len(batch)))
+		s.mu.Lock()
+		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
+			s.draining = nil
+		}
+		clear(batch)
+		if s.spare == nil && cap(batch) <= maxPending {
+			s.spare = batch[:0]
+		}
+		s.mu.Unlock()
+	})
+	return closed
+}
+
+// flush makes every job Submit has returned visible to read
+// transactions: it stores the pending ones and, by taking the writer lock,
+// waits for a transaction that is storing others.
+func (s *Scheduler) flush() {
+	if s.unsynced.Load() == 0 {
+		return
+	}
+	txn := s.db.Txn(true)
+	s.drain(txn)
+	txn.Commit()
+}
+
+// watch reads the job's record and a channel closed when it changes. A job
+// not stored yet may be pending: watch stores the pending ones and looks
+// again.
+func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
+	for try := 0; ; try++ {
+		// Read unsynced before the table: zero then means that every
+		// job submitted so far was committed before this read.
+		unsynced := s.unsynced.Load() > 0
+		ch, raw, err := s.db.Txn(false).FirstWatch(table, indexID, jobID)
+		if err == nil && raw != nil {
+			return ch, raw.(*record)
+		}
+		if try > 0 || !unsynced {
+			return nil, nil
+		}
+		s.flush()
+	}
+}
+
+// cancelQueued ends a queued job. The caller holds a write transaction.
+func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
+	put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
+		end: &ending{at: s.now(), err: ErrCancelled}})
+	s.counts.queued.Add(-1)
+	s.counts.cancelled.Add(1)
+	s.retire(txn, r.id)
+}
+
+// retire records that a job finished and forgets the job that finished
+// first once more than Config.Retain are kept. The caller holds a write
+// transaction.
+func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
+	s.finished.push(jobID)
+	if s.finished.len() <= s.cfg.Retain {
+		s.counts.retained.Add(1)
+		return
+	}
+	n := max(1, s.cfg.Retain/8)
+	for range n {
+		if err := txn.Delete(table, &record{id: s.finished.pop()}); err != nil {
+			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
+		}
+	}
+	s.counts.retained.Add(1 - int64(n))
+}
+
+// put stores r; it fails only on a schema error, which is a bug here.
+func put(txn *memdb.Txn, r *record) {
+	if err := txn.Insert(table, r); err != nil {
+		panic("scheduler: " + err.Error())
+	}
+}
+
+// finishedQueue holds the IDs of the kept finished jobs, oldest first.
+type finishedQueue struct {
+	ids  []string
+	head int
+}
+
+func (q *finishedQueue) len() int { return len(q.ids) - q.head }
+
+func (q *finishedQueue) push(jobID string) { q.ids = append(q.ids, jobID) }
+
+func (q *finishedQueue) pop() string {
+	jobID := q.ids[q.head]
+	q.ids[q.head] = ""
+	q.head++
+	if q.head >= 1024 && q.head*2 >= len(q.ids) {
+		n := copy(q.ids, q.ids[q.head:])
+		clear(q.ids[n:])
+		q.ids, q.head = q.ids[:n], 0
+	}
+	return jobID
+}
