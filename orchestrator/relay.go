@@ -16,7 +16,6 @@ import (
 type relay struct {
 	p    *Pair
 	role string
-	run  id.Run // the current run, from its run.started
 	slab slab
 	hint int // events expected from the current run; 0 if unknown
 }
@@ -24,17 +23,16 @@ type relay struct {
 // Observe relays e. Its error fails the run (K16), and the pair ends with
 // ReasonInfrastructure.
 func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
-	switch pl := e.Payload().(type) {
-	case event.RunStarted:
-		r.run = pl.RunID
-	case event.ToolStarted:
+	if _, ok := e.Payload().(event.ToolStarted); ok {
 		r.p.toolCalls.Add(1)
 	}
 	_, err := r.p.log.Append(ctx, eventlog.Record{
 		Kind:     e.Kind(),
 		Time:     e.Time(),
 		Terminal: event.Terminal(e.Kind()),
-		Payload:  r.slab.relay(r.role, r.run, e, r.hint),
+		// The engine names each run's log by its run ID, so every event
+		// says which run it belongs to, even when run.started was evicted.
+		Payload: r.slab.relay(r.role, id.Run(e.Log()), e, r.hint),
 	})
 	if err != nil {
 		r.p.fail(err)

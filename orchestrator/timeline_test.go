@@ -12,6 +12,8 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
@@ -178,4 +180,37 @@ func TestO7_ATerminalTheTimelineCannotKeepIsADurabilityError(t *testing.T) {
 	require.Equal(t, res.LastSeq, de.Seq)
 	require.Equal(t, orchestrator.ReasonCompleted, res.Reason)
 	requireTimeline(t, timeline(t, p))
+}
+
+// TestO7_RelayedEventsNameTheirRunEvenAfterEviction: with after-run
+// delivery, a writer run whose own log evicted its run.started still has
+// every relayed event filed under its own run ID, in both rounds.
+func TestO7_RelayedEventsNameTheirRunEvenAfterEviction(t *testing.T) {
+	long := func(word string) []model.Item {
+		items := make([]model.Item, 0, 41)
+		for i := range 40 {
+			items = append(items, enginetest.Text(word+strconv.Itoa(i)+" "))
+		}
+		return append(items, enginetest.Done(1, 1))
+	}
+	h := newHarness(t, orchestrator.ReviewLoop, script{long("draft"), long("revision")},
+		script{enginetest.Answer("Shorter."), enginetest.Answer("APPROVED")})
+	h.cfg.Timeline.Delivery = orchestrator.AfterRun
+	h.cfg.First.Engine.Limits.MaxEvents = 16
+	p, _, err := h.run(t)
+	require.NoError(t, err)
+	seqs := map[id.Run][]uint64{}
+	for _, e := range timeline(t, p) {
+		if r, ok := e.Payload().(orchestrator.Relayed); ok && r.Worker() == "writer" {
+			seqs[r.RunID()] = append(seqs[r.RunID()], r.RunSeq())
+		}
+	}
+	require.Len(t, seqs, 2, "two writer runs, each under its own ID")
+	for run, s := range seqs {
+		require.NotEmpty(t, run)
+		require.Greater(t, s[0], uint64(1), "run.started was evicted from the run log")
+		for i := 1; i < len(s); i++ {
+			require.Equal(t, s[i-1]+1, s[i], "run %s relayed without a gap", run)
+		}
+	}
 }

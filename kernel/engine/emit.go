@@ -143,7 +143,9 @@ func (r *Run) finalize(out outcome) {
 			finErr = err
 		}
 	}
-	if err := r.lease.Release(fctx); err != nil {
+	// The lease bounds its own release; fctx may already be spent on
+	// observers above, which must not make a good release look failed.
+	if err := r.lease.Release(r.appendCtx); err != nil {
 		if out.status == Failed {
 			out.cause = errors.Join(out.cause, err)
 		} else {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/message"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 )
@@ -30,7 +31,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	closed bool
-	active map[*Run]struct{}
+	active map[id.Run]*Run
 	idle   chan struct{} // made by Close; closed when active becomes empty
 }
 
@@ -39,7 +40,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, active: make(map[*Run]struct{})}, nil
+	return &Engine{cfg: cfg, active: make(map[id.Run]*Run)}, nil
 }
 
 // Start validates the definition and input, leases the current plan (K13),
@@ -122,20 +123,28 @@ func leasePlan(ctx context.Context, lease func(context.Context) (*plan.Lease, er
 	return l, err
 }
 
-// register adds r to the active set, or refuses it after Close.
-func (e *Engine) register(r *Run) bool {
+// ErrRunActive is returned by Resume for a snapshot whose run is already
+// active on this engine: two runs may not share one ID and sequence.
+var ErrRunActive = errors.New("engine: a run with this ID is active")
+
+// register adds r to the active set, or refuses it after Close or when a
+// run with its ID is active.
+func (e *Engine) register(r *Run) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return false
+		return ErrClosed
 	}
-	e.active[r] = struct{}{}
-	return true
+	if _, dup := e.active[r.id]; dup {
+		return ErrRunActive
+	}
+	e.active[r.id] = r
+	return nil
 }
 
 func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
-	delete(e.active, r)
+	delete(e.active, r.id)
 	if len(e.active) == 0 && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
@@ -164,7 +173,7 @@ func (e *Engine) drain(ctx context.Context, cancel bool) error {
 	idle := e.idle
 	var runs []*Run
 	if cancel {
-		for r := range e.active {
+		for _, r := range e.active {
 			runs = append(runs, r)
 		}
 	}

@@ -54,7 +54,7 @@ type Failure struct {
 	Cause   error
 }
 
-func (f *Failure) Error() string { return "engine: run failed: " + f.Problem.String() }
+func (f *Failure) Error() string { return "engine: " + f.Problem.String() }
 
 func (f *Failure) Unwrap() error { return f.Cause }
 

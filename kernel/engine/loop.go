@@ -288,26 +288,39 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 		}
 		return res, out, ok
 	}
+	// The outcome the tool reported is kept whether the call failed or
+	// was cancelled: a mutating call stopped mid-effect is uncertain, and
+	// an uncertain call is never exported in a snapshot (K7, K29).
+	o := tool.Definitive
+	var ee *tool.ExecutionError
+	if errors.As(err, &ee) {
+		o = ee.Outcome()
+		if o == tool.Uncertain && def.Effect() == tool.Mutating {
+			r.st.uncertain = true
+		}
+	}
 	// Only the run's own context decides cancellation (K8, K24).
 	if r.ctx.Err() != nil && isContextErr(err) {
-		if err := r.end(event.ToolCancelled{OperationID: opID, CallID: call.ID(), Name: call.Name(), Outcome: tool.Definitive.String()}); err != nil {
+		if err := r.end(event.ToolCancelled{OperationID: opID, CallID: call.ID(), Name: call.Name(), Outcome: o.String()}); err != nil {
 			return res, r.emitFailed(err), false
+		}
+		if obsErr != nil {
+			return res, failed(problemObserver, obsErr), false
 		}
 		return res, outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
 	}
 	failedEv := event.ToolFailed{OperationID: opID, CallID: call.ID(), Name: call.Name(),
-		Outcome: tool.Definitive.String(), Retry: tool.NoRetry.String(), Problem: problemTool}
-	var ee *tool.ExecutionError
-	if errors.As(err, &ee) {
-		failedEv.Outcome, failedEv.Retry, failedEv.Problem = ee.Outcome().String(), ee.Retry().String(), ee.Problem()
-		if ee.Outcome() == tool.Uncertain && def.Effect() == tool.Mutating {
-			r.st.uncertain = true
-		}
+		Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: problemTool}
+	if ee != nil {
+		failedEv.Retry, failedEv.Problem = ee.Retry().String(), ee.Problem()
 	} else if errors.Is(err, errPanic) {
 		failedEv.Problem = problemPanic("dispatcher")
 	}
 	if err := r.end(failedEv); err != nil {
 		return res, r.emitFailed(err), false
+	}
+	if obsErr != nil {
+		return res, failed(problemObserver, obsErr), false
 	}
 	return res, failed(failedEv.Problem, err), false
 }

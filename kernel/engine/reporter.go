@@ -23,25 +23,29 @@ var (
 	problemNoBroker = problem.Must(CodeInteraction, "no interaction broker is configured")
 	problemBroker   = problem.Must(CodeInteraction, "the interaction broker failed")
 	problemAnswer   = problem.Must("invalid_answer", "the answer did not fit the question")
-	problemIxEvent  = problem.Must(CodeObserverFailed, "the interaction could not be recorded")
+	problemIxEvent  = problem.Must(CodeObserverFailed, "an event of this call could not be recorded")
 )
 
 // reporter is what a tool call gets as its tool.Reporter. It writes
 // tool.progress events and carries questions to the broker as
 // interactions (K28). It is safe for concurrent use by the tool.
 type reporter struct {
-	r      *Run
-	op     id.Operation
-	call   id.Call
-	turn   id.Turn
-	mu     sync.Mutex
-	closed bool
-	obsErr error // the first required-observer failure on this call's events
-	asks   map[*ask]struct{}
-	idle   chan struct{} // closed when asks becomes empty after close
+	r       *Run
+	op      id.Operation
+	call    id.Call
+	turn    id.Turn
+	mu      sync.Mutex
+	reports sync.RWMutex // read-held by each Report in flight
+	closed  bool
+	obsErr  error // the first required-observer failure on this call's events
+	asks    map[*ask]struct{}
+	idle    chan struct{} // closed when asks becomes empty after close
 }
 
-type ask struct{ cancel context.CancelFunc }
+type ask struct {
+	cancel context.CancelFunc
+	stop   func() bool // detaches the run's cancellation from the ask
+}
 
 var (
 	_ tool.Reporter     = (*reporter)(nil)
@@ -54,6 +58,10 @@ func newReporter(r *Run, op id.Operation, call id.Call, turn id.Turn) *reporter 
 
 // Report records one progress report as a tool.progress event.
 func (p *reporter) Report(ctx context.Context, pr tool.Progress) error {
+	// Held across the append so that close waits for a report in flight:
+	// no progress lands after the call's terminal (K9).
+	p.reports.RLock()
+	defer p.reports.RUnlock()
 	p.mu.Lock()
 	closed := p.closed
 	p.mu.Unlock()
@@ -61,7 +69,7 @@ func (p *reporter) Report(ctx context.Context, pr tool.Progress) error {
 		return ErrReporterClosed
 	}
 	_, err := p.append(event.ToolProgress{OperationID: p.op, CallID: pr.CallID(), Message: pr.Message()})
-	return err
+	return toolError(err)
 }
 
 // Ask puts a question to the broker. The interaction gets exactly one
@@ -100,7 +108,10 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 		return "", p.failIx(ixID, problemPanic("interaction broker"), err)
 	case err != nil && actx.Err() != nil && isContextErr(err):
 		_, aerr := p.append(event.InteractionCancelled{InteractionID: ixID})
-		return "", errors.Join(err, aerr)
+		if aerr != nil {
+			return "", errors.Join(err, toolError(aerr))
+		}
+		return "", err
 	case err != nil:
 		return "", p.failIx(ixID, problemBroker, err)
 	}
@@ -108,7 +119,7 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 		return "", p.failIx(ixID, problemAnswer, err)
 	}
 	if _, err := p.append(event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
-		return "", err
+		return "", toolError(err)
 	}
 	return ans.Text(), nil
 }
@@ -117,7 +128,18 @@ var errNoBroker = errors.New("engine: no interaction broker")
 
 func (p *reporter) failIx(ixID id.Interaction, pr problem.Problem, cause error) error {
 	_, err := p.append(event.InteractionFailed{InteractionID: ixID, Problem: pr})
-	return errors.Join(&Failure{Problem: pr, Cause: cause}, err)
+	return &Failure{Problem: pr, Cause: errors.Join(cause, err)}
+}
+
+// toolError is what a tool sees of a failed append: a typed, secret-free
+// Failure whose cause (an *eventlog.ObserverError, inspectable with
+// errors.As) is not printed, since an observer's message may hold anything.
+func toolError(err error) error {
+	var oe *eventlog.ObserverError
+	if errors.As(err, &oe) {
+		return &Failure{Problem: problemIxEvent, Cause: err}
+	}
+	return err
 }
 
 func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
@@ -126,8 +148,11 @@ func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
 	if p.closed {
 		return nil, nil, ErrReporterClosed
 	}
+	// The ask ends with the tool's context or the run's, whichever ends
+	// first: a tool that passes context.Background() cannot hold a run
+	// past its cancellation or Shutdown.
 	actx, cancel := context.WithCancel(ctx)
-	a := &ask{cancel: cancel}
+	a := &ask{cancel: cancel, stop: context.AfterFunc(p.r.ctx, cancel)}
 	if p.asks == nil {
 		p.asks = make(map[*ask]struct{})
 	}
@@ -136,6 +161,7 @@ func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
 }
 
 func (p *reporter) finish(a *ask) {
+	a.stop()
 	a.cancel()
 	p.mu.Lock()
 	delete(p.asks, a)
@@ -169,6 +195,10 @@ func (p *reporter) append(pl event.Payload) (bool, error) {
 func (p *reporter) close() error {
 	p.mu.Lock()
 	p.closed = true
+	p.mu.Unlock()
+	p.reports.Lock() // waits for reports in flight; later ones see closed
+	p.reports.Unlock()
+	p.mu.Lock()
 	if len(p.asks) == 0 {
 		err := p.obsErr
 		p.mu.Unlock()

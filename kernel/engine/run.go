@@ -160,13 +160,16 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	if r.log, err = eventlog.New(cfg); err != nil {
 		return fail(err)
 	}
-	if !e.register(r) {
-		r.log.Close(ctx)
-		return fail(ErrClosed)
-	}
+	// Complete before registered: Shutdown may cancel r the moment it is
+	// in the active set.
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.appendCtx = context.WithoutCancel(r.ctx)
 	r.tools = slices.Collect(r.plan.Definitions())
+	if err := e.register(r); err != nil {
+		r.cancel()
+		r.log.Close(ctx)
+		return fail(err)
+	}
 	return r, nil
 }
 
