@@ -40,11 +40,17 @@ type reporter struct {
 	obsErr  error // the first required-observer failure on this call's events
 	asks    map[*ask]struct{}
 	idle    chan struct{} // closed when asks becomes empty after close
+	swept   bool          // close has ended every open interaction
 }
 
 type ask struct {
 	cancel context.CancelFunc
 	stop   func() bool // detaches the run's cancellation from the ask
+	// Guarded by reporter.mu: the interaction's ID once interaction.started
+	// is committed, and whether its terminal has been claimed.
+	ix      id.Interaction
+	started bool
+	ended   bool
 }
 
 var (
@@ -92,42 +98,77 @@ func (p *reporter) Ask(ctx context.Context, prompt string, choices ...string) (s
 	if err != nil {
 		return "", err // nothing started: the question itself is invalid
 	}
-	committed, err := p.append(event.InteractionStarted{InteractionID: ixID, TurnID: p.turn, Prompt: prompt})
+	committed, err := p.startIx(a, ixID, event.InteractionStarted{InteractionID: ixID, TurnID: p.turn, Prompt: prompt})
 	if !committed {
 		return "", err
 	}
 	if err != nil {
-		return "", p.failIx(ixID, problemIxEvent, err)
+		return "", p.failIx(a, problemIxEvent, err)
 	}
 	if r.e.cfg.Broker == nil {
-		return "", p.failIx(ixID, problemNoBroker, errNoBroker)
+		return "", p.failIx(a, problemNoBroker, errNoBroker)
 	}
 	ans, err := askBroker(actx, r.e.cfg.Broker, q)
 	switch {
 	case errors.Is(err, errPanic):
-		return "", p.failIx(ixID, problemPanic("interaction broker"), err)
+		return "", p.failIx(a, problemPanic("interaction broker"), err)
 	case err != nil && actx.Err() != nil && isContextErr(err):
-		_, aerr := p.append(event.InteractionCancelled{InteractionID: ixID})
-		if aerr != nil {
+		if aerr := p.endIx(a, event.InteractionCancelled{InteractionID: ixID}); aerr != nil {
 			return "", errors.Join(err, toolError(aerr))
 		}
 		return "", err
 	case err != nil:
-		return "", p.failIx(ixID, problemBroker, err)
+		return "", p.failIx(a, problemBroker, err)
 	}
 	if err := q.Check(ans); err != nil {
-		return "", p.failIx(ixID, problemAnswer, err)
+		return "", p.failIx(a, problemAnswer, err)
 	}
-	if _, err := p.append(event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
+	if err := p.endIx(a, event.InteractionAnswered{InteractionID: ixID, Answer: ans.Text()}); err != nil {
 		return "", toolError(err)
 	}
 	return ans.Text(), nil
 }
 
+// startIx commits interaction.started for a, unless the call has already
+// ended and its interactions were swept.
+func (p *reporter) startIx(a *ask, ix id.Interaction, pl event.Payload) (bool, error) {
+	p.reports.RLock()
+	defer p.reports.RUnlock()
+	p.mu.Lock()
+	swept := p.swept
+	p.mu.Unlock()
+	if swept {
+		return false, ErrReporterClosed
+	}
+	committed, err := p.append(pl)
+	if committed {
+		p.mu.Lock()
+		a.ix, a.started = ix, true
+		p.mu.Unlock()
+	}
+	return committed, err
+}
+
+// endIx writes a's single terminal, unless the engine already wrote it
+// when the call ended (close): an interaction ends exactly once (K28).
+func (p *reporter) endIx(a *ask, pl event.Payload) error {
+	p.reports.RLock()
+	defer p.reports.RUnlock()
+	p.mu.Lock()
+	if a.ended {
+		p.mu.Unlock()
+		return ErrReporterClosed
+	}
+	a.ended = true
+	p.mu.Unlock()
+	_, err := p.append(pl)
+	return err
+}
+
 var errNoBroker = errors.New("engine: no interaction broker")
 
-func (p *reporter) failIx(ixID id.Interaction, pr problem.Problem, cause error) error {
-	_, err := p.append(event.InteractionFailed{InteractionID: ixID, Problem: pr})
+func (p *reporter) failIx(a *ask, pr problem.Problem, cause error) error {
+	err := p.endIx(a, event.InteractionFailed{InteractionID: a.ix, Problem: pr})
 	return &Failure{Problem: pr, Cause: errors.Join(cause, err)}
 }
 
@@ -216,9 +257,32 @@ func (p *reporter) close() error {
 	case <-idle:
 	case <-t.C:
 	}
+	p.sweep()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.obsErr
+}
+
+// sweep ends the interactions still open when the wait for them ran out
+// (a broker that ignores its context): the engine writes their cancelled
+// terminal now, before the call's own, and a late answer is dropped.
+func (p *reporter) sweep() {
+	p.reports.Lock() // no start or end of an interaction in flight
+	defer p.reports.Unlock()
+	p.mu.Lock()
+	p.swept = true
+	var open []id.Interaction
+	for a := range p.asks {
+		if a.started && !a.ended {
+			a.ended = true
+			open = append(open, a.ix)
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(open) // deterministic order
+	for _, ix := range open {
+		_, _ = p.append(event.InteractionCancelled{InteractionID: ix})
+	}
 }
 
 // useInteraction records ixID as used; it reports false for a reused ID.
