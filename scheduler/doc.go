@@ -13,13 +13,17 @@
 // starts, so a queued job costs its state record and nothing more; the
 // scheduler keeps the config pointer and never changes the config.
 //
-// Job state lives in a go-memdb table indexed by job ID, by state (then
-// submission number) and by submission number. Get, List, Wait and
+// Job state lives in a go-memdb table indexed by job ID and by state then
+// submission number, which is also the submission-order index (List of
+// every job merges the states by submission number). Get, List, Wait and
 // Subscribe read snapshots of it; Wait and Subscribe wake on the table's
-// watch channels. Every method sees a job once Submit has returned its ID,
-// though Submit itself only appends to a short buffer that the next
-// transaction stores: a submission costs no transaction of its own. A
-// finished job keeps its record, result and pair timeline until about
+// watch channels. Every method sees a job once Submit has returned its ID
+// and sees a job running once it has started, though both are written
+// behind: Submit only appends to a short buffer that a later transaction
+// stores, and a start is stored with the job's end unless a method needs
+// it sooner, which then stores it (List, Cancel, Close, Shutdown, a
+// waiting Subscribe) or reads it from the buffer (Get, Wait). A finished
+// job keeps its record, result and pair timeline until about
 // Config.Retain newer jobs have finished.
 //
 // Each job runs under its own context, a child of the scheduler's, not of

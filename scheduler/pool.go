@@ -47,31 +47,68 @@ func (s *Scheduler) serve() {
 }
 
 // step stores the terminal record of the job the goroutine has just run,
-// if any, and moves the queued job with the lowest submission number to
-// Running, in one transaction: a job's end and the next one's start cost
-// one write. When no job is queued it returns nil and whether the
-// scheduler is closed.
+// if any, and starts the queued job with the lowest submission number, in
+// one transaction: a job's end and the next one's start cost one write
+// (and the start itself is written behind). When no job is queued it
+// returns nil and whether the scheduler is closed.
+//
+// Pending submissions are stored only when the table has no queued job
+// left to start: they come after every stored job, so FIFO holds, and
+// storing them in batches (here, or by Submit when the buffer is full, or
+// by a read) shares the copied index nodes among them.
 func (s *Scheduler) step(ended *record) (*record, bool) {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // a no-op after Commit
-	closed := s.drain(txn)
+	behind := false   // ended's start was never stored
 	if ended != nil {
-		s.finish(txn, ended)
+		behind = s.finish(txn, ended)
 	}
-	raw, err := txn.First(table, stateOrder, Queued)
-	if err != nil || raw == nil {
+	defer func() {
+		if behind {
+			s.buffered.Add(-1) // after the commit
+		}
+	}()
+	closed := false
+	q := s.nextQueued(txn)
+	if q == nil {
+		closed = s.drain(txn)
+		q = s.nextQueued(txn)
+	}
+	if q == nil {
 		txn.Commit()
 		return nil, closed
 	}
-	q := raw.(*record)
 	ctx, cancel := context.WithCancel(s.base)
 	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg,
 		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
-	put(txn, r)
+	s.started.Store(q.seq)
 	s.counts.queued.Add(-1)
 	s.counts.running.Add(1)
+	if s.waiters.Load() > 0 {
+		put(txn, r) // a Subscribe may be waiting for this start
+	} else {
+		s.buffered.Add(1)
+		s.mu.Lock()
+		s.starts[r.id] = r
+		s.mu.Unlock()
+	}
 	txn.Commit()
 	return r, false
+}
+
+// nextQueued returns the stored queued job to start next, if any. Started
+// jobs whose start is written behind are still Queued in the table: it is
+// the first queued one after the last started. The caller holds a write
+// transaction.
+func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
+	it, err := txn.LowerBound(table, indexState, Queued, s.started.Load()+1)
+	if err != nil {
+		return nil
+	}
+	if raw := it.Next(); raw != nil && raw.(*record).state == Queued {
+		return raw.(*record)
+	}
+	return nil
 }
 
 // execute runs the job's pair to its end and returns the job's terminal
@@ -111,9 +148,15 @@ func (s *Scheduler) execute(r *record) *record {
 		end: &ending{at: s.now(), result: res, err: err}}
 }
 
-// finish stores a job's single terminal record. The caller holds a write
-// transaction.
-func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
+// finish stores a job's single terminal record and reports whether it
+// took the job's start from the written-behind ones: the caller, which
+// holds a write transaction, must then count it out of buffered once the
+// transaction is committed.
+func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
+	s.mu.Lock()
+	_, behind = s.starts[r.id]
+	delete(s.starts, r.id) // its Running record need never be stored
+	s.mu.Unlock()
 	put(txn, r)
 	s.counts.running.Add(-1)
 	switch r.state {
@@ -125,6 +168,7 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 		s.counts.failed.Add(1)
 	}
 	s.retire(txn, r.id)
+	return behind
 }
 
 // startPair starts the pair, containing a panic of the parts it builds.

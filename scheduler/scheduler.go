@@ -29,15 +29,19 @@ type Job struct {
 // Scheduler runs jobs (O8). Its methods are safe for concurrent use. New
 // starts its goroutine pool; Close or Shutdown stops it.
 type Scheduler struct {
-	cfg   Config
-	db    *memdb.MemDB
-	slots *slots // the model-operation limit; nil without one
+	cfg Config
+	// ownIDs: the IDs come from the default source, whose IDs never
+	// repeat within a scheduler, so Submit need not look them up.
+	ownIDs bool
+	db     *memdb.MemDB
+	slots  *slots // the model-operation limit; nil without one
 
-	// Submit appends to pending under mu; the next write transaction, of
-	// a pool goroutine or of any call that reads the table, stores it
-	// (drain, flush). So a submission costs no transaction of its own,
-	// and pending jobs share the nodes the next transaction copies
-	// anyway. Lock order: the table's writer lock, then mu.
+	// Submit appends to pending under mu; a later write transaction
+	// stores it (drain): a pool goroutine's once the stored queue is
+	// empty, Submit's own once maxPending are waiting, or one of a call
+	// that needs it stored (flush, sync). So a submission costs no
+	// transaction of its own, and pending jobs share the nodes their
+	// transaction copies. Lock order: the table's writer lock, then mu.
 	mu       sync.Mutex
 	seq      uint64    // guarded by mu
 	pending  []*record // guarded by mu; in submission order
@@ -48,6 +52,21 @@ type Scheduler struct {
 	// drops only after the commit, so zero means every job Submit has
 	// returned is visible to a read transaction.
 	unsynced atomic.Int64
+	// moves counts the batches that left pending or draining; written
+	// under mu.
+	moves atomic.Uint64
+
+	// A job's start is written behind: its Running record waits in
+	// starts until its terminal record replaces it in the table (one
+	// write instead of two) or a read needs it stored (syncStarts). A
+	// stored Queued record numbered at most started is thus running;
+	// watch reads such a job's record from starts.
+	starts   map[string]*record // guarded by mu
+	buffered atomic.Int64       // starts not yet committed; drops after the commit
+	started  atomic.Uint64      // the last started submission number; written under the writer lock
+	// waiters counts Subscribe calls, which may wait on a queued record
+	// for the job's start: while there are any, starts are stored at once.
+	waiters atomic.Int64
 
 	finished finishedQueue // guarded by the table's writer lock
 	counts   counters
@@ -71,6 +90,7 @@ type counters struct {
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
 // goroutines, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
+	ownIDs := cfg.IDs == nil
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -80,7 +100,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		cfg:      cfg,
+		ownIDs:   ownIDs,
 		db:       db,
+		starts:   make(map[string]*record, cfg.Pairs),
 		wake:     make(chan struct{}, cfg.Pairs),
 		quit:     make(chan struct{}),
 		poolDone: make(chan struct{}),
@@ -119,7 +141,7 @@ func (s *Scheduler) Submit(ctx context.Context, job Job) (string, error) {
 	}
 	seq := s.seq + 1
 	jobID, err := s.newID(seq)
-	if err == nil && s.inUse(jobID) {
+	if err == nil && !s.ownIDs && s.inUse(jobID) {
 		err = bound.Conflicting("scheduler.ids", "the ID source returned an ID in use")
 	}
 	if err != nil {
@@ -157,19 +179,51 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 func (s *Scheduler) List(state State) iter.Seq[Info] {
 	s.flush()
 	txn := s.db.Txn(false)
-	var it memdb.ResultIterator
-	var err error
-	if state == 0 {
-		it, err = txn.Get(table, indexSeq)
-	} else {
-		it, err = txn.Get(table, stateOrder, state)
+	if state != 0 {
+		it, err := txn.Get(table, stateOrder, state)
+		return func(yield func(Info) bool) {
+			if err != nil {
+				return
+			}
+			for raw := it.Next(); raw != nil; raw = it.Next() {
+				if !yield(raw.(*record).info()) {
+					return
+				}
+			}
+		}
+	}
+	// Every job: merge the states, each in submission order.
+	var its [Cancelled]memdb.ResultIterator
+	for i := range its {
+		it, err := txn.Get(table, stateOrder, State(i+1))
+		if err != nil {
+			return func(func(Info) bool) {}
+		}
+		its[i] = it
 	}
 	return func(yield func(Info) bool) {
-		if err != nil {
-			return
+		var heads [len(its)]*record
+		for i, it := range its {
+			if raw := it.Next(); raw != nil {
+				heads[i] = raw.(*record)
+			}
 		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if !yield(raw.(*record).info()) {
+		for {
+			low := -1
+			for i, r := range heads {
+				if r != nil && (low < 0 || r.seq < heads[low].seq) {
+					low = i
+				}
+			}
+			if low < 0 {
+				return
+			}
+			r := heads[low]
+			heads[low] = nil
+			if raw := its[low].Next(); raw != nil {
+				heads[low] = raw.(*record)
+			}
+			if !yield(r.info()) {
 				return
 			}
 		}
@@ -219,6 +273,7 @@ func (s *Scheduler) Cancel(jobID string) error {
 	// contexts are cancelled after the commit, outside the writer lock.
 	var started *run
 	txn := s.db.Txn(true)
+	s.syncStarts(txn)
 	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
 		switch q := raw.(*record); q.state {
 		case Queued:
@@ -239,6 +294,10 @@ func (s *Scheduler) Cancel(jobID string) error {
 // queued it waits, under ctx, until the job starts. A job that ended
 // without a pair gives ErrNoTimeline.
 func (s *Scheduler) Subscribe(ctx context.Context, jobID string, afterSeq uint64) (*eventlog.Subscription, error) {
+	// Before the first read: a start the read misses is then stored at
+	// once, and wakes the wait on the queued record.
+	s.waiters.Add(1)
+	defer s.waiters.Add(-1)
 	for {
 		ch, r := s.watch(jobID)
 		if r == nil {
@@ -322,6 +381,7 @@ func (s *Scheduler) stop(cancel bool) {
 	s.mu.Unlock()
 	txn := s.db.Txn(true)
 	s.drain(txn)
+	s.syncStarts(txn) // a started job must not be cancelled as queued
 	if cancel {
 		var queued []*record
 		if it, err := txn.Get(table, stateOrder, Queued); err == nil {

@@ -41,12 +41,15 @@ func (r *record) info() Info {
 }
 
 // The table and its indexes. The state index is keyed by state and then
-// submission number, so the queued job to start next is the first one
-// under the Queued prefix, and List returns jobs in submission order.
+// submission number: it is also the submission-order index. The queued
+// job to start next is the first one under the Queued prefix, List of one
+// state scans that state's prefix, and List of every job merges the five
+// prefixes by submission number. A separate index by submission number
+// alone would make every transition update a third radix tree for no
+// lookup the state index cannot serve.
 const (
 	table      = "jobs"
 	indexID    = "id"
-	indexSeq   = "seq"
 	indexState = "state"
 	// stateOrder scans the state index by state, in submission order.
 	stateOrder = indexState + "_prefix"
@@ -57,7 +60,6 @@ var schema = &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		Name: table,
 		Indexes: map[string]*memdb.IndexSchema{
 			indexID:    {Name: indexID, Unique: true, Indexer: idIndexer{}},
-			indexSeq:   {Name: indexSeq, Unique: true, Indexer: seqIndexer{}},
 			indexState: {Name: indexState, Unique: true, Indexer: stateIndexer{}},
 		},
 	},
@@ -92,6 +94,9 @@ func (idIndexer) FromArgs(args ...any) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// seqIndexer keys a record by its submission number alone. The schema
+// does not use it (the state index orders each state by submission); it
+// is the key encoding the state index extends.
 type seqIndexer struct{}
 
 func (seqIndexer) FromObject(raw any) (bool, []byte, error) {
@@ -161,6 +166,16 @@ const maxPending = 64
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
 func (s *Scheduler) inUse(jobID string) bool {
+	if s.unstored(jobID) {
+		return true
+	}
+	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
+	return raw != nil
+}
+
+// unstored reports whether a job pending or being stored has the ID. The
+// caller holds mu.
+func (s *Scheduler) unstored(jobID string) bool {
 	for _, r := range s.draining {
 		if r.id == jobID {
 			return true
@@ -171,8 +186,7 @@ func (s *Scheduler) inUse(jobID string) bool {
 			return true
 		}
 	}
-	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
-	return raw != nil
+	return false
 }
 
 // drain stores the pending submissions in txn, oldest first, and reports
@@ -187,6 +201,7 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	}
 	s.pending, s.spare = s.spare[:0], nil
 	s.draining = batch // until the commit, for inUse
+	s.moves.Add(1)
 	s.mu.Unlock()
 	for _, r := range batch {
 		put(txn, r)
@@ -197,6 +212,7 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
 			s.draining = nil
 		}
+		s.moves.Add(1)
 		clear(batch)
 		if s.spare == nil && cap(batch) <= maxPending {
 			s.spare = batch[:0]
@@ -206,15 +222,37 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	return closed
 }
 
-// flush makes every job Submit has returned visible to read
-// transactions: it stores the pending ones and, by taking the writer lock,
-// waits for a transaction that is storing others.
+// syncStarts stores the Running records written behind. The caller holds
+// a write transaction and must commit it.
+func (s *Scheduler) syncStarts(txn *memdb.Txn) {
+	s.mu.Lock()
+	n := len(s.starts)
+	for jobID, r := range s.starts {
+		put(txn, r)
+		delete(s.starts, jobID)
+	}
+	s.mu.Unlock()
+	if n > 0 {
+		txn.Defer(func() { s.buffered.Add(-int64(n)) })
+	}
+}
+
+// flush makes every job Submit has returned, and every start, visible to
+// read transactions: it stores the pending ones and, by taking the writer
+// lock, waits for a transaction that is storing others.
 func (s *Scheduler) flush() {
-	if s.unsynced.Load() == 0 {
+	if s.unsynced.Load() == 0 && s.buffered.Load() == 0 {
 		return
 	}
+	s.sync()
+}
+
+// sync is flush without its shortcut: it also waits for a transaction in
+// progress.
+func (s *Scheduler) sync() {
 	txn := s.db.Txn(true)
 	s.drain(txn)
+	s.syncStarts(txn)
 	txn.Commit()
 }
 
@@ -223,17 +261,40 @@ func (s *Scheduler) flush() {
 // again.
 func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 	for try := 0; ; try++ {
-		// Read unsynced before the table: zero then means that every
-		// job submitted so far was committed before this read.
-		unsynced := s.unsynced.Load() > 0
+		// Read moves before the table: unchanged after it, it means
+		// that no submission left pending or draining in between.
+		moves := s.moves.Load()
 		ch, raw, err := s.db.Txn(false).FirstWatch(table, indexID, jobID)
 		if err == nil && raw != nil {
-			return ch, raw.(*record)
+			r := raw.(*record)
+			if r.state != Queued || r.seq > s.started.Load() {
+				return ch, r
+			}
+			// Started, so running: its Running record is written
+			// behind, or its record is being stored. The channel is
+			// closed when the stored record changes.
+			s.mu.Lock()
+			b := s.starts[jobID]
+			s.mu.Unlock()
+			if b != nil {
+				return ch, b
+			}
+			s.sync() // waits for that commit
+			continue
 		}
-		if try > 0 || !unsynced {
+		if try > 0 {
+			return nil, nil // after sync: not stored, not pending
+		}
+		// Not stored when the table was read: unknown, unless pending
+		// or being stored then. Look for it rather than store the
+		// pending jobs, which are cheaper to store in larger batches.
+		s.mu.Lock()
+		unstored, moved := s.unstored(jobID), s.moves.Load() != moves
+		s.mu.Unlock()
+		if !unstored && !moved {
 			return nil, nil
 		}
-		s.flush()
+		s.sync()
 	}
 }
 

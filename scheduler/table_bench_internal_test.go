@@ -1,0 +1,48 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// BenchmarkTableJob measures the table work of one job without its pair:
+// a submission, its start and its end, behind a backlog of 64 queued jobs
+// and with 64 finished jobs kept, as in BenchmarkSchedulerThroughput.
+func BenchmarkTableJob(b *testing.B) {
+	cfg := Config{Pairs: 1, Queue: 1 << 20, Retain: 64}
+	if err := cfg.normalize(); err != nil {
+		b.Fatal(err)
+	}
+	db, err := memdb.NewMemDB(schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &Scheduler{cfg: cfg, db: db, starts: make(map[string]*record)}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	defer s.cancelBase()
+	pair := &orchestrator.Config{}
+	submit := func() {
+		s.mu.Lock()
+		s.seq++
+		s.pending = append(s.pending, &record{id: s.cfg.IDs(s.seq), seq: s.seq, state: Queued, submitted: s.now(), cfg: pair})
+		s.unsynced.Add(1)
+		s.counts.queued.Add(1)
+		s.mu.Unlock()
+	}
+	for range 64 {
+		submit()
+	}
+	var ended *record
+	b.ReportAllocs()
+	for b.Loop() {
+		submit()
+		r, _ := s.step(ended)
+		r.run.cancel()
+		ended = &record{id: r.id, seq: r.seq, state: Completed, submitted: r.submitted, run: r.run,
+			end: &ending{at: s.now()}}
+	}
+}
