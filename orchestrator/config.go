@@ -305,8 +305,14 @@ func (t TimelineConfig) logConfig() eventlog.Config {
 		Required:      t.Required,
 		BestEffort:    t.BestEffort,
 		Mailbox:       t.Mailbox,
+		Capacity:      timelineCapacity,
 	}
 }
+
+// timelineCapacity is room for a relay of two short runs: the pair's own
+// three events and two runs of a few turns each, so that the common pair
+// never grows its timeline. Longer pairs grow it as needed.
+const timelineCapacity = 32
 
 // sameSource compares two sources without panicking on a source whose
 // dynamic type is not comparable.

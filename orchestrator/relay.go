@@ -18,6 +18,11 @@ type relay struct {
 	role string
 	slab slab
 	hint int // events expected from the current run; 0 if unknown
+	// The run of the last relayed event and the encoded length of its
+	// Relayed envelope without the run sequence and payload, which every
+	// event of that run shares.
+	run   id.Run
+	fixed int
 }
 
 // Observe relays e. Its error fails the run (K16), and the pair ends with
@@ -32,12 +37,21 @@ func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
 		Terminal: event.Terminal(e.Kind()),
 		// The engine names each run's log by its run ID, so every event
 		// says which run it belongs to, even when run.started was evicted.
-		Payload: r.slab.relay(r.role, id.Run(e.Log()), e, r.hint),
+		Payload: r.slab.relay(r.role, r.runOf(e), r.fixed, e, r.hint),
 	})
 	if err != nil {
 		r.p.fail(err)
 	}
 	return err
+}
+
+// runOf returns the run that committed e and keeps r.fixed up to date
+// for it.
+func (r *relay) runOf(e eventlog.Event) id.Run {
+	if run := id.Run(e.Log()); run != r.run || r.fixed == 0 {
+		r.run, r.fixed = run, relayedFixed(r.role, run)
+	}
+	return r.run
 }
 
 // fail records the first infrastructure failure of the pair's relay. It
@@ -109,7 +123,7 @@ const maxBlock = 64
 // expected (0 if unknown). The payload's length is read off the event's
 // encoded size, which the run log has measured already, so the timeline's
 // byte bound costs no second measurement.
-func (s *slab) relay(worker string, run id.Run, e eventlog.Event, hint int) Relayed {
+func (s *slab) relay(worker string, run id.Run, fixed int, e eventlog.Event, hint int) Relayed {
 	if len(s.free) == 0 {
 		n := min(max(hint, 8), maxBlock)
 		s.free = make([]relayed, n)
@@ -119,6 +133,8 @@ func (s *slab) relay(worker string, run id.Run, e eventlog.Event, hint int) Rela
 	size := e.EncodedLen() - envelopeFixed - eventlog.UintLen(e.Seq()) - eventlog.StringLen(e.Kind())
 	if size < 2 {
 		size = 0 // not an envelope this package knows: measure instead
+	} else {
+		size += fixed + eventlog.UintLen(e.Seq())
 	}
 	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: size}
 	return Relayed{r}

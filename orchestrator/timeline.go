@@ -190,7 +190,7 @@ type relayed struct {
 	runID   id.Run
 	runSeq  uint64
 	payload eventlog.Payload
-	size    int // payload.EncodedLen() when known, else 0
+	size    int // the Relayed's EncodedLen when known, else 0
 }
 
 // NewRelayed returns the relayed form of a run event, for hosts that
@@ -259,14 +259,18 @@ func (p Relayed) AppendJSON(dst []byte) []byte {
 }
 
 func (p Relayed) EncodedLen() int {
-	n := 2
-	switch {
-	case p.r == nil:
-	case p.r.size > 0:
-		n = p.r.size
-	case p.r.payload != nil:
-		n = p.r.payload.EncodedLen()
+	if p.r != nil && p.r.size > 0 {
+		return p.r.size // measured when relayed (slab.relay)
 	}
-	return relayFixed + eventlog.StringLen(p.Worker()) + eventlog.StringLen(string(p.RunID())) +
-		eventlog.UintLen(p.RunSeq()) + n
+	n := 2
+	if pl := p.Payload(); pl != nil {
+		n = pl.EncodedLen()
+	}
+	return relayedFixed(p.Worker(), p.RunID()) + eventlog.UintLen(p.RunSeq()) + n
+}
+
+// relayedFixed is the encoded length of a Relayed without its run sequence
+// and payload.
+func relayedFixed(worker string, run id.Run) int {
+	return relayFixed + eventlog.StringLen(worker) + eventlog.StringLen(string(run))
 }

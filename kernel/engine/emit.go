@@ -20,15 +20,22 @@ const (
 	lifeTool
 )
 
-// lifecycle is an open started event awaiting its terminal.
+// lifecycle is an open started event awaiting its terminal. It is kept
+// small because the loop pushes and pops one per started event: the call
+// and definition of an open tool operation are in Run.openCall, since tool
+// calls run one at a time and at most one tool lifecycle is ever open.
 type lifecycle struct {
 	kind     lifeKind
+	observed bool // a model stream produced an item
 	turn     id.Turn
 	index    int
 	op       id.Operation
-	call     tool.Call
-	def      tool.Definition
-	observed bool // a model stream produced an item
+}
+
+// openTool is the call and definition of the open tool operation.
+type openTool struct {
+	call tool.Call
+	def  tool.Definition
 }
 
 // append commits one event. Appends never use the caller's cancellation:
@@ -161,7 +168,9 @@ func (r *Run) finalize(out outcome) {
 	if durable == nil {
 		durable = finErr
 	}
-	r.st.lastSeq = r.log.Stats().LastSeq
+	st := r.log.Stats()
+	r.st.lastSeq = st.LastSeq
+	r.e.lastEvents.Store(int32(min(st.RetainedEvents, maxLogCapacity)))
 	r.result = Result{Status: out.status, Final: out.final, Turns: r.st.turns, Usage: r.st.usage, Problem: out.problem, LastSeq: r.st.lastSeq}
 	r.err = outcomeErr(out)
 	if durable != nil {
@@ -220,15 +229,16 @@ func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
 		return event.ModelFailed{OperationID: lc.op, Problem: p, Observed: lc.observed}
 	default:
 		// The call may have run: for a mutating tool its effect is unknown.
+		tc := r.openCall
 		o := tool.Definitive
-		if lc.def.Effect() == tool.Mutating {
+		if tc.def.Effect() == tool.Mutating {
 			o = tool.Uncertain
 			r.st.uncertain = true
 		}
 		if cancelled {
-			return event.ToolCancelled{OperationID: lc.op, CallID: lc.call.ID(), Name: lc.call.Name(), Outcome: o.String()}
+			return event.ToolCancelled{OperationID: lc.op, CallID: tc.call.ID(), Name: tc.call.Name(), Outcome: o.String()}
 		}
-		return event.ToolFailed{OperationID: lc.op, CallID: lc.call.ID(), Name: lc.call.Name(),
+		return event.ToolFailed{OperationID: lc.op, CallID: tc.call.ID(), Name: tc.call.Name(),
 			Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: p}
 	}
 }

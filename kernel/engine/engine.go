@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -29,10 +30,19 @@ var ErrClosed = errors.New("engine: closed")
 type Engine struct {
 	cfg Config
 
+	lastPlan     atomic.Pointer[planParts] // see planParts
+	firstPlan    planParts                 // written once, before lastPlan points to it
+	firstPlanSet atomic.Bool
+	lastEvents   atomic.Int32 // events the last finished run retained (logCapacity)
+
 	mu     sync.Mutex
 	closed bool
+	// The active runs: the first one in solo, any others in active, which
+	// is made only once two runs are active at the same time. An engine
+	// that runs one run at a time then never builds a map.
+	solo   *Run
 	active map[id.Run]*Run
-	idle   chan struct{} // made by Close; closed when active becomes empty
+	idle   chan struct{} // made by Close; closed when no run is active
 }
 
 // New validates cfg and returns an engine.
@@ -40,7 +50,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, active: make(map[id.Run]*Run)}, nil
+	return &Engine{cfg: cfg}, nil
 }
 
 // Start validates the definition and input, leases the current plan (K13),
@@ -84,7 +94,11 @@ func (e *Engine) prepare(ctx context.Context, def Definition, input Input) (*Run
 	if err != nil {
 		return nil, err
 	}
-	return e.newRun(ctx, "", def, lease, state{history: []message.Message{input.Message}})
+	// Room for the answer of a text run, or one tool round and its answer,
+	// without growing the history.
+	history := make([]message.Message, 1, 4)
+	history[0] = input.Message
+	return e.newRun(ctx, "", def, lease, state{history: history})
 }
 
 func (e *Engine) checkStart(def Definition, input message.Message) error {
@@ -135,17 +149,37 @@ func (e *Engine) register(r *Run) error {
 	if e.closed {
 		return ErrClosed
 	}
-	if _, dup := e.active[r.id]; dup {
+	if _, dup := e.active[r.id]; dup || (e.solo != nil && e.solo.id == r.id) {
 		return ErrRunActive
 	}
-	e.active[r.id] = r
+	switch {
+	case e.solo == nil:
+		e.solo = r
+	case e.active == nil:
+		e.active = map[id.Run]*Run{r.id: r}
+	default:
+		e.active[r.id] = r
+	}
 	return nil
+}
+
+// activeRuns returns how many runs are active. The caller holds e.mu.
+func (e *Engine) activeRuns() int {
+	n := len(e.active)
+	if e.solo != nil {
+		n++
+	}
+	return n
 }
 
 func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
-	delete(e.active, r.id)
-	if len(e.active) == 0 && e.idle != nil {
+	if e.solo == r {
+		e.solo = nil
+	} else {
+		delete(e.active, r.id)
+	}
+	if e.activeRuns() == 0 && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
 	}
@@ -163,7 +197,7 @@ func (e *Engine) Shutdown(ctx context.Context) error { return e.drain(ctx, true)
 func (e *Engine) drain(ctx context.Context, cancel bool) error {
 	e.mu.Lock()
 	e.closed = true
-	if len(e.active) == 0 {
+	if e.activeRuns() == 0 {
 		e.mu.Unlock()
 		return nil
 	}
@@ -173,6 +207,9 @@ func (e *Engine) drain(ctx context.Context, cancel bool) error {
 	idle := e.idle
 	var runs []*Run
 	if cancel {
+		if e.solo != nil {
+			runs = append(runs, e.solo)
+		}
 		for _, r := range e.active {
 			runs = append(runs, r)
 		}

@@ -56,7 +56,7 @@ func (r *Run) run(fresh bool) (out outcome) {
 		if err := r.emit(event.RunStarted{
 			RunID:           r.id,
 			PlanID:          string(r.plan.ID()),
-			PlanFingerprint: r.plan.Fingerprint().String(),
+			PlanFingerprint: r.fingerprint,
 			Definition:      r.def.name,
 			Model:           r.def.model,
 		}); err != nil {
@@ -262,7 +262,8 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 		return res, idFailed(err), false
 	}
 	def, known := r.plan.Lookup(call.Name())
-	lc := lifecycle{kind: lifeTool, turn: turnID, op: opID, call: call, def: def}
+	lc := lifecycle{kind: lifeTool, turn: turnID, op: opID}
+	r.openCall = openTool{call: call, def: def} // read only while lc is open
 	started := event.ToolStarted{TurnID: turnID, OperationID: opID, CallID: call.ID(), Name: call.Name()}
 	if known {
 		started.Effect, started.Replay = def.Effect().String(), def.Replay().String()

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +71,9 @@ type Run struct {
 	// appendCtx is ctx without its cancellation: events the run decided
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
-	tools     []tool.Definition // the leased plan's definitions, for requests
+	tools     []tool.Definition // the leased plan's definitions, for requests; read only
+	// fingerprint is the leased plan's fingerprint in hex, for run.started.
+	fingerprint string
 
 	obsMu       sync.Mutex // guards the shared required-observer bound
 	obsCtx      context.Context
@@ -86,12 +87,13 @@ type Run struct {
 	done        chan struct{}
 
 	// Owned by the loop goroutine until done is closed; read-only after.
-	st      state
-	open    []lifecycle  // started lifecycles awaiting a terminal, innermost last
-	openBuf [2]lifecycle // a turn and one operation: open's usual storage
-	ixMu    sync.Mutex   // guards st.interactions and the interactions in flight
-	result  Result
-	err     error
+	st       state
+	open     []lifecycle  // started lifecycles awaiting a terminal, innermost last
+	openBuf  [2]lifecycle // a turn and one operation: open's usual storage
+	openCall openTool     // the call of the open tool lifecycle, if any
+	ixMu     sync.Mutex   // guards st.interactions and the interactions in flight
+	result   Result
+	err      error
 }
 
 // ID returns the run ID.
@@ -153,6 +155,7 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	}
 	r.id = runID
 	cfg := e.cfg.logConfig()
+	cfg.Capacity = e.logCapacity()
 	cfg.Name = string(runID)
 	if st.lastSeq > 0 {
 		cfg.After = st.lastSeq
@@ -163,8 +166,15 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	// Complete before registered: Shutdown may cancel r the moment it is
 	// in the active set.
 	r.ctx, r.cancel = context.WithCancel(ctx)
-	r.appendCtx = context.WithoutCancel(r.ctx)
-	r.tools = slices.Collect(r.plan.Definitions())
+	// Only observers read the append context (the log ignores it without
+	// them, and a lease's release only waits on its cancellation), so
+	// without observers Background does the same without an allocation.
+	r.appendCtx = context.Background()
+	if e.cfg.observed() {
+		r.appendCtx = context.WithoutCancel(r.ctx)
+	}
+	pc := e.planParts(r.plan)
+	r.tools, r.fingerprint = pc.tools, pc.fingerprint
 	if err := e.register(r); err != nil {
 		r.cancel()
 		r.log.Close(ctx)
@@ -182,4 +192,52 @@ func newID[T ~string](e *Engine, k id.Kind, field string) (v T, err error) {
 		}
 	}()
 	return id.Parse[T](field, e.cfg.IDs.New(k))
+}
+
+// planParts is what every run on one plan derives from it the same way:
+// its definitions as a slice for requests (model.NewRequest copies them,
+// and no run writes them) and its fingerprint in hex. The engine keeps
+// them for the plan it saw last, so runs on that plan share them instead
+// of deriving them again.
+type planParts struct {
+	plan        plan.Plan
+	tools       []tool.Definition
+	fingerprint string
+}
+
+func (e *Engine) planParts(p plan.Plan) *planParts {
+	if c := e.lastPlan.Load(); c != nil && c.plan == p {
+		return c
+	}
+	tools := make([]tool.Definition, 0, p.Len())
+	for d := range p.Definitions() {
+		tools = append(tools, d)
+	}
+	c := planParts{plan: p, tools: tools, fingerprint: p.Fingerprint().String()}
+	// The first plan is kept in the engine itself, written once before it
+	// is published: most engines only ever see one plan.
+	if e.firstPlanSet.CompareAndSwap(false, true) {
+		e.firstPlan = c
+		e.lastPlan.Store(&e.firstPlan)
+		return &e.firstPlan
+	}
+	pc := new(planParts)
+	*pc = c
+	e.lastPlan.Store(pc)
+	return pc
+}
+
+// A run log's first room, in events: the engine's last run's count,
+// within these bounds. The minimum fits a text run (seven events); the
+// maximum keeps one long run from making every later run reserve as much.
+const (
+	minLogCapacity = 8
+	maxLogCapacity = 256
+)
+
+// logCapacity is room for as many events as the engine's last run wrote,
+// so that runs like it never grow their log. It is only a hint
+// (eventlog.Config.Capacity) and never changes what a log retains.
+func (e *Engine) logCapacity() int {
+	return max(int(e.lastEvents.Load()), minLogCapacity)
 }

@@ -34,6 +34,10 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if len(s)-i >= 8 && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if escLen[c] == 1 {
@@ -84,6 +88,11 @@ func AppendString(dst []byte, s string) []byte {
 func StringLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
+		if len(s)-i >= 8 && plain8(s[i:i+8]) {
+			n += 8
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			n += int(escLen[c])
@@ -100,6 +109,24 @@ func StringLen(s string) int {
 		i += size
 	}
 	return n
+}
+
+// plain8 reports whether the 8 bytes of s are ASCII that a string encodes
+// as is (no control character, '"' or '\\'), testing them as one word so
+// that measuring and writing the common plain text skips most of the
+// per-byte work. A false answer only sends the caller down the per-byte
+// path, which decides exactly.
+func plain8(s string) bool {
+	_ = s[7]
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	special := w | // a byte of 0x80 or above
+		(w-ones*0x20)&^w | // a byte below 0x20
+		(q-ones)&^q | // a '"'
+		(b-ones)&^b // a '\\'
+	return special&high == 0
 }
 
 // AppendInt appends v in canonical decimal form.

@@ -184,3 +184,31 @@ func FuzzAppendString(f *testing.F) {
 		require.Equal(t, string([]rune(s)), got)
 	})
 }
+
+// AppendString and StringLen test eight bytes at a time where they can.
+// Every byte value, and a few runes, at every position of strings around
+// that word size must encode exactly as encoding/json without HTML
+// escaping does, with StringLen exact.
+func TestAppendStringWordPathMatchesEncodingJSON(t *testing.T) {
+	ref := func(s string) string {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	specials := []string{"\u2028", "\u2029", "é", "🚀", "\xc3", "\xf0\x9f"}
+	for c := range 256 {
+		specials = append(specials, string([]byte{byte(c)}))
+	}
+	for _, n := range []int{7, 8, 9, 15, 16, 17, 24} {
+		for pos := range n {
+			for _, sp := range specials {
+				s := strings.Repeat("a", pos) + sp + strings.Repeat("z", n-pos)
+				got := string(eventlog.AppendString(nil, s))
+				require.Equal(t, ref(s), got, "%q", s)
+				require.Equal(t, len(got), eventlog.StringLen(s), "%q", s)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -41,9 +42,17 @@ type Config struct {
 	// After+1. A run resumed from a snapshot continues its sequence this
 	// way instead of restarting at 1 (K29).
 	After uint64
+	// Capacity is how many events the log makes room for when it stores
+	// its first one; the room then doubles as needed, up to MaxEvents. It
+	// is only a hint that saves growing: it never changes what the log
+	// retains. 0 means 16; a value above MaxEvents means MaxEvents.
+	Capacity int
 }
 
-const defaultMailbox = 64
+const (
+	defaultMailbox  = 64
+	defaultCapacity = 16
+)
 
 func (c Config) validate() error {
 	switch {
@@ -59,6 +68,8 @@ func (c Config) validate() error {
 		return bound.Malformedf("eventlog.max_lag", "must not be negative")
 	case c.Mailbox < 0:
 		return bound.Malformedf("eventlog.mailbox", "must not be negative")
+	case c.Capacity < 0:
+		return bound.Malformedf("eventlog.capacity", "must not be negative")
 	}
 	if c.Name != "" {
 		if err := id.Check("eventlog.name", c.Name); err != nil {
@@ -95,7 +106,7 @@ type Log struct {
 	obsCancel  context.CancelFunc
 
 	mu     sync.Mutex
-	ring   []Event // retained events, oldest at head, grown up to MaxEvents
+	ring   []entry // retained events, oldest at head, grown up to MaxEvents
 	head   int
 	count  int
 	bytes  int
@@ -119,6 +130,9 @@ func New(cfg Config) (*Log, error) {
 	cfg.BestEffort = append([]Observer(nil), cfg.BestEffort...)
 	if cfg.Mailbox == 0 {
 		cfg.Mailbox = defaultMailbox
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = defaultCapacity
 	}
 	l := &Log{cfg: cfg, last: cfg.After}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
@@ -225,20 +239,20 @@ func (l *Log) commit(e Event, terminal bool) (Event, error) {
 
 func (l *Log) push(e Event) {
 	if l.count == len(l.ring) {
-		n := min(max(2*len(l.ring), 16), l.cfg.MaxEvents)
-		ring := make([]Event, n)
+		n := min(max(2*len(l.ring), l.cfg.Capacity), l.cfg.MaxEvents)
+		ring := make([]entry, n)
 		k := copy(ring, l.ring[l.head:])
 		copy(ring[k:], l.ring[:l.head])
 		l.ring, l.head = ring, 0
 	}
-	l.ring[l.slot(l.count)] = e
+	l.ring[l.slot(l.count)] = entry{kind: e.kind, payload: e.payload, sec: e.time.Unix(), nsec: int32(e.time.Nanosecond()), size: int32(e.size)}
 	l.count++
 	l.bytes += e.size
 }
 
 func (l *Log) evictOldest() {
-	l.bytes -= l.ring[l.head].size
-	l.ring[l.head] = Event{} // drop the payload reference
+	l.bytes -= int(l.ring[l.head].size)
+	l.ring[l.head] = entry{} // drop the payload reference
 	l.head = l.slot(1)
 	l.count--
 	l.stats.Evictions++
@@ -257,7 +271,24 @@ func (l *Log) slot(i int) int {
 func (l *Log) first() uint64 { return l.last - uint64(l.count) + 1 }
 
 // at returns the retained event with sequence seq, first() <= seq <= last.
-func (l *Log) at(seq uint64) Event { return l.ring[l.slot(int(seq-l.first()))] }
+func (l *Log) at(seq uint64) Event {
+	s := &l.ring[l.slot(int(seq-l.first()))]
+	return Event{log: l.cfg.Name, seq: seq, kind: s.kind, time: time.Unix(s.sec, int64(s.nsec)).UTC(),
+		payload: s.payload, size: int(s.size)}
+}
+
+// entry is a retained event as the ring stores it: the sequence follows
+// from the position and the log's name from its config, and a valid time
+// (year 0000 to 9999, UTC, no monotonic reading) is exactly its Unix
+// seconds and nanoseconds. That makes a slot about half the size of an
+// Event, which halves what every log allocates for its ring.
+type entry struct {
+	kind    string
+	payload Payload
+	sec     int64
+	nsec    int32
+	size    int32 // at most MaxEventBytes
+}
 
 // signal wakes every waiting subscriber.
 func (l *Log) signal() {

@@ -23,6 +23,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		"reserve all bytes":   func(c *eventlog.Config) { c.ReserveBytes = 1000 },
 		"negative lag":        func(c *eventlog.Config) { c.MaxLag = -1 },
 		"negative mailbox":    func(c *eventlog.Config) { c.Mailbox = -1 },
+		"negative capacity":   func(c *eventlog.Config) { c.Capacity = -1 },
 		"nil required":        func(c *eventlog.Config) { c.Required = []eventlog.Observer{nil} },
 		"nil best effort obs": func(c *eventlog.Config) { c.BestEffort = []eventlog.Observer{nil} },
 	} {
@@ -252,4 +253,70 @@ func mustRawForName(t *testing.T) eventlog.Raw {
 	r, err := eventlog.NewRaw([]byte(`{}`))
 	require.NoError(t, err)
 	return r
+}
+
+// The ring keeps events in a compact form; a replayed event must be exactly
+// the Event that Append returned, whatever its time (K15, K19): the edges
+// of the valid years, nanoseconds, a monotonic reading and another zone.
+func TestReplayedEventEqualsAppended(t *testing.T) {
+	l := newLog(t, eventlog.Config{Name: "log-1"})
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 3, 4, 5, 6, 7, 1, time.FixedZone("x", -7*3600)),
+		time.Now(), // carries a monotonic reading
+	}
+	var appended []eventlog.Event
+	for i, tm := range times {
+		e, err := l.Append(context.Background(), eventlog.Record{Kind: "test.note", Time: tm, Terminal: i%2 == 0, Payload: note{N: int64(i)}})
+		require.NoError(t, err)
+		appended = append(appended, e)
+	}
+	sub, err := l.Subscribe(context.Background(), 0)
+	require.NoError(t, err)
+	defer sub.Close()
+	for i, want := range appended {
+		got, err := sub.Next(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, want, got, "event %d", i)
+		require.True(t, got.Time().Equal(times[i]))
+		require.Equal(t, "log-1", got.Log())
+		require.Equal(t, string(want.AppendJSON(nil)), string(got.AppendJSON(nil)))
+		require.Equal(t, want.EncodedLen(), len(got.AppendJSON(nil)))
+	}
+}
+
+// Capacity is only a hint: whatever it is, the same appends retain and
+// replay the same events, with the same evictions (K18).
+func TestCapacityNeverChangesRetention(t *testing.T) {
+	replay := func(capacity int) ([]string, eventlog.Stats) {
+		l := newLog(t, eventlog.Config{MaxEvents: 20, ReserveEvents: 2, Capacity: capacity})
+		for i := range 50 {
+			r := rec(int64(i))
+			if i%7 == 0 {
+				r = terminal(int64(i))
+			}
+			_, err := l.Append(context.Background(), r)
+			require.NoError(t, err)
+		}
+		sub, err := l.Subscribe(context.Background(), l.Stats().FirstSeq-1)
+		require.NoError(t, err)
+		defer sub.Close()
+		var got []string
+		for range l.Stats().RetainedEvents {
+			e, err := sub.Next(context.Background())
+			require.NoError(t, err)
+			got = append(got, string(e.AppendJSON(nil)))
+		}
+		return got, l.Stats()
+	}
+	want, wantStats := replay(0)
+	require.NotEmpty(t, want)
+	require.NotZero(t, wantStats.Evictions, "the ring wrapped and evicted")
+	for _, c := range []int{1, 3, 16, 20, 1000} {
+		got, st := replay(c)
+		require.Equal(t, want, got, "capacity %d", c)
+		require.Equal(t, wantStats, st, "capacity %d", c)
+	}
 }

@@ -38,12 +38,12 @@ type Lease struct {
 	timeout time.Duration
 	inline  bool
 
-	started atomic.Bool   // the first Release call has begun
-	settled chan struct{} // closed once outcome is final
+	started atomic.Bool // the first Release call has begun
 
 	mu      sync.Mutex
-	done    bool // outcome is final
-	outcome error
+	done    bool          // outcome is final
+	outcome error         // valid once done
+	settled chan struct{} // made by the first waiter; closed once done
 }
 
 // NewLease returns a lease on p whose Release runs release exactly once.
@@ -66,7 +66,7 @@ func NewLease(p Plan, release func() error, cfg LeaseConfig) (*Lease, error) {
 	if release == nil {
 		release = func() error { return nil }
 	}
-	return &Lease{plan: p, release: release, timeout: timeout, inline: cfg.Inline, settled: make(chan struct{})}, nil
+	return &Lease{plan: p, release: release, timeout: timeout, inline: cfg.Inline}, nil
 }
 
 // Plan returns the leased plan.
@@ -89,27 +89,42 @@ func (l *Lease) Release(ctx context.Context) error {
 			l.call()
 			return l.result()
 		}
+		settled := l.waitSettled() // before the callback can settle
 		go l.call()
 		t := time.AfterFunc(l.timeout, l.expire)
 		select {
-		case <-l.settled:
+		case <-settled:
 		case <-ctx.Done():
 			l.settle(l.timedOut(ctx.Err()))
 		}
 		t.Stop()
 		return l.result()
 	}
-	select {
-	case <-l.settled:
+	settled := l.waitSettled()
+	if settled == nil {
 		return l.result()
-	default:
 	}
 	select {
-	case <-l.settled:
+	case <-settled:
 		return l.result()
 	case <-ctx.Done():
 		return l.timedOut(ctx.Err())
 	}
+}
+
+// waitSettled returns a channel that is closed once the outcome is final,
+// or nil if it already is. The channel is made only for a caller that has
+// to wait, so an inline release, the common case, never makes one.
+func (l *Lease) waitSettled() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return nil
+	}
+	if l.settled == nil {
+		l.settled = make(chan struct{})
+	}
+	return l.settled
 }
 
 // settle makes err the outcome unless one is already final. The callback
@@ -119,7 +134,9 @@ func (l *Lease) settle(err error) {
 	l.mu.Lock()
 	if !l.done {
 		l.done, l.outcome = true, err
-		close(l.settled)
+		if l.settled != nil {
+			close(l.settled)
+		}
 	}
 	l.mu.Unlock()
 }

@@ -255,3 +255,39 @@ func TestK14_InlineReleaseExactlyOnceAndPanicContained(t *testing.T) {
 		require.NotContains(t, err.Error(), "secret-token")
 	}
 }
+
+// An inline release makes no channel to wait on; a caller that comes while
+// the inline callback is still running makes one, waits for the outcome and
+// gets the same one, or gives up on its own context without changing it
+// (K14).
+func TestK14_LaterCallerWaitsForInlineRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, proceed := make(chan struct{}), make(chan struct{})
+		failure := errors.New("decrement failed")
+		l, err := plan.NewLease(newPlan(t, "plan-1", baseConfigs()), func() error {
+			close(entered)
+			<-proceed
+			return failure
+		}, plan.LeaseConfig{Inline: true})
+		require.NoError(t, err)
+		first := make(chan error, 1)
+		go func() { first <- l.Release(context.Background()) }()
+		<-entered
+		later := make(chan error, 1)
+		go func() { later <- l.Release(context.Background()) }()
+		ctx, cancel := context.WithCancel(context.Background())
+		impatient := make(chan error, 1)
+		go func() { impatient <- l.Release(ctx) }()
+		synctest.Wait()
+		require.Empty(t, later, "a later caller waits for the outcome")
+		cancel()
+		var re *plan.ReleaseError
+		require.ErrorAs(t, <-impatient, &re)
+		require.Equal(t, plan.ReleaseTimedOut, re.Reason)
+		close(proceed)
+		err = <-first
+		require.ErrorIs(t, err, failure)
+		require.Same(t, err, <-later)
+		require.Same(t, err, l.Release(context.Background()), "settled: no wait")
+	})
+}
