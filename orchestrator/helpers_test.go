@@ -84,21 +84,12 @@ func timeline(t testing.TB, p *orchestrator.Pair) []eventlog.Event {
 	t.Helper()
 	sub, err := p.Subscribe(context.Background(), 0)
 	require.NoError(t, err)
-	var out []eventlog.Event
-	for e, err := range sub.All(context.Background()) {
-		require.NoError(t, err)
-		out = append(out, e)
-	}
+	out, err := enginetest.ReadAll(context.Background(), sub)
+	require.NoError(t, err)
 	return out
 }
 
-func kinds(evs []eventlog.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Kind()
-	}
-	return out
-}
+func kinds(evs []eventlog.Event) []string { return enginetest.Kinds(evs) }
 
 // requireTimeline checks O5 and O7 on a finished pair's timeline: sequences
 // 1..n without gaps, pair.started first, exactly one pair terminal and it

@@ -79,21 +79,12 @@ func events(t testing.TB, r *engine.Run) []eventlog.Event {
 	t.Helper()
 	sub, err := r.Subscribe(context.Background(), 0)
 	require.NoError(t, err)
-	var out []eventlog.Event
-	for e, err := range sub.All(context.Background()) {
-		require.NoError(t, err)
-		out = append(out, e)
-	}
+	out, err := enginetest.ReadAll(context.Background(), sub)
+	require.NoError(t, err)
 	return out
 }
 
-func kinds(evs []eventlog.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Kind()
-	}
-	return out
-}
+func kinds(evs []eventlog.Event) []string { return enginetest.Kinds(evs) }
 
 // requireWellFormed checks K15 on a finished run's events: sequences 1..n
 // without gaps, and exactly one terminal for every started lifecycle.

@@ -39,9 +39,5 @@ func (r *Recorder) Events() []eventlog.Event {
 func (r *Recorder) Kinds() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, len(r.events))
-	for i, e := range r.events {
-		out[i] = e.Kind()
-	}
-	return out
+	return Kinds(r.events)
 }
