@@ -175,6 +175,11 @@ type settings struct {
 	FinalizeTimeout time.Duration
 }
 
+var (
+	roleFields = [2]string{"pair.first.role", "pair.second.role"}
+	planFields = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
+)
+
 // normalize validates c and fills in its defaults in place.
 func (c *Config) normalize() (settings, error) {
 	var n settings
@@ -188,12 +193,12 @@ func (c *Config) normalize() (settings, error) {
 		return n, bound.Conflicting("pair.second.role", "the two workers need different roles")
 	}
 	for i, w := range [2]*workers.Config{&c.First, &c.Second} {
-		field := [2]string{"pair.first", "pair.second"}[i]
-		if err := bound.Name(field+".role", w.Role); err != nil {
+		// Whole field names, so that a valid config builds no strings.
+		if err := bound.Name(roleFields[i], w.Role); err != nil {
 			return n, err
 		}
 		if w.Engine.Plans != nil && !sameSource(w.Engine.Plans, c.Plans) {
-			return n, bound.Conflicting(field+".engine.plans", "both workers are built on the pair's plan source")
+			return n, bound.Conflicting(planFields[i], "both workers are built on the pair's plan source")
 		}
 	}
 	if c.Clock == nil {

@@ -20,6 +20,7 @@ type Pair struct {
 	cfg     settings
 	workers [2]*workers.Worker
 	relays  [2]relay // Live delivery: the observers on the workers' engines
+	slab    slab     // AfterRun delivery: both relays' slots
 	lease   *plan.Lease
 	plan    plan.Plan
 	log     *eventlog.Log // the pair timeline
@@ -124,6 +125,10 @@ func (p *Pair) workerConfig(i int, wc workers.Config) workers.Config {
 		wc.Engine.Provider = &metered{inner: wc.Engine.Provider, p: p}
 	}
 	p.relays[i] = relay{p: p, role: wc.Role}
+	p.relays[i].slab = &p.relays[i].own
+	if p.cfg.Delivery == AfterRun {
+		p.relays[i].slab = &p.slab
+	}
 	if p.cfg.Delivery == Live {
 		req := make([]eventlog.Observer, 0, 1+len(wc.Engine.Required))
 		req = append(req, &p.relays[i])

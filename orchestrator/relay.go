@@ -16,7 +16,11 @@ import (
 type relay struct {
 	p    *Pair
 	role string
-	slab slab
+	// slab is own (Live), or the pair's slab shared by both relays
+	// (AfterRun, where only the pair goroutine relays), so that the
+	// second run of a relay can fill the first run's block.
+	slab *slab
+	own  slab
 	hint int // events expected from the current run; 0 if unknown
 	// The run of the last relayed event and the encoded length of its
 	// Relayed envelope without the run sequence and payload, which every
@@ -86,6 +90,12 @@ func (p *Pair) copyRun(w int, r *engine.Run) {
 	}
 	rl := &p.relays[w]
 	last := r.Stats().LastSeq
+	// A relay's second run is expected to be about as long as its first:
+	// make the first block room for both.
+	next := uint64(0)
+	if p.cfg.Pattern == Relay && p.runs == 1 {
+		next = last
+	}
 	defer func() { rl.hint = 0 }()
 	for {
 		e, err := sub.Next(bg)
@@ -96,7 +106,7 @@ func (p *Pair) copyRun(w int, r *engine.Run) {
 			p.fail(err)
 			return
 		}
-		rl.hint = int(last - e.Seq() + 1)
+		rl.hint = int(last - e.Seq() + 1 + next)
 		if err := rl.Observe(ctx, e); err != nil {
 			// An observer's refusal leaves the event committed (K16):
 			// keep relaying so that the run's lifecycles stay whole.
