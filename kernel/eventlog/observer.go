@@ -39,6 +39,9 @@ func (l *Log) publish(ctx context.Context, e Event) error {
 	for i, o := range l.cfg.Required {
 		if err := observe(ctx, o, e); err != nil {
 			l.observerFailures.Add(1)
+			// Best-effort observers never get an event a required one
+			// refused (K17); for them it is dropped, and counted (K20).
+			l.bestEffortDrops.Add(uint64(len(l.bestEffort)))
 			return &ObserverError{Seq: e.Seq(), Observer: i, Err: err}
 		}
 	}

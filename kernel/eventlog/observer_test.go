@@ -139,6 +139,7 @@ func TestObserverFailureConsumesSequenceAndIsReportedLater(t *testing.T) {
 	require.Equal(t, []uint64{1, 3}, later.seen(), "observers after the failing one skip its event")
 	require.Equal(t, []uint64{1, 3}, best.seen(), "best-effort observers are told only after required ones accept")
 	require.Equal(t, uint64(1), l.Stats().ObserverFailures)
+	require.Equal(t, uint64(1), l.Stats().BestEffortDrops, "the withheld event counts as dropped for the best-effort observer (K20)")
 
 	kinds := map[string]int{}
 	s, err := l.Subscribe(ctx, 0)
