@@ -94,10 +94,7 @@ func TestK15_FinalizationEndsAnOpenToolOperationWithItsCall(t *testing.T) {
 			require.Equal(t, engine.Failed, res.Status)
 			require.False(t, ran, "no call after its start was refused")
 			evs := events(t, r)
-			require.Equal(t, []string{
-				"run.started", "turn.started", "model.started", "model.completed",
-				"tool.started", "tool.failed", "turn.failed", "run.failed",
-			}, kinds(evs))
+			require.Equal(t, failedCallKinds, kinds(evs))
 			requireWellFormed(t, evs)
 			tf := payload[event.ToolFailed](t, evs, "tool.failed")
 			require.Equal(t, "call-7", string(tf.CallID))

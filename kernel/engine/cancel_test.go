@@ -166,7 +166,7 @@ func TestK8_CommittedResultWinsRacingCancellation(t *testing.T) {
 		late := newLateRun()
 		f := newFixture(t, fixtureConfig{
 			tools:  []tool.Tool{cancellingTool(t, late)},
-			script: [][]model.Item{{enginetest.Call("call-1", "stop", `{}`), enginetest.Done(1, 1)}, enginetest.Answer("never")},
+			script: oneCallScript("stop"),
 		})
 		r := f.start(t, context.Background(), 4)
 		late.set(r)
@@ -225,14 +225,11 @@ func TestK8_CancellationErrorWhileRunActiveIsFailure(t *testing.T) {
 			})
 			f := newFixture(t, fixtureConfig{
 				tools:  []tool.Tool{liar},
-				script: [][]model.Item{{enginetest.Call("call-1", "liar", `{}`), enginetest.Done(1, 1)}, enginetest.Answer("never")},
+				script: oneCallScript("liar"),
 			})
 			r, res, err := f.run(t, 4)
 			evs := events(t, r)
-			require.Equal(t, []string{
-				"run.started", "turn.started", "model.started", "model.completed",
-				"tool.started", "tool.failed", "turn.failed", "run.failed",
-			}, kinds(evs))
+			require.Equal(t, failedCallKinds, kinds(evs))
 			requireWellFormed(t, evs)
 			require.Equal(t, engine.Failed, res.Status)
 			failure := requireFailure(t, err, payloadOf[event.ToolFailed](t, evs[5]).Problem.Code())

@@ -268,3 +268,15 @@ func countOf(ss []string, s string) int {
 	}
 	return n
 }
+
+// oneCallScript is a run whose first model operation asks for one call of
+// name and whose second answers; most call tests end before the second.
+func oneCallScript(name string) [][]model.Item {
+	return [][]model.Item{{enginetest.Call("call-1", name, `{}`), enginetest.Done(1, 1)}, enginetest.Answer("never")}
+}
+
+// failedCallKinds are the events of a run whose only tool call fails.
+var failedCallKinds = []string{
+	"run.started", "turn.started", "model.started", "model.completed",
+	"tool.started", "tool.failed", "turn.failed", "run.failed",
+}

@@ -142,14 +142,11 @@ func TestK7_ExecutionErrorFailsRun(t *testing.T) {
 	})
 	f := newFixture(t, fixtureConfig{
 		tools:  []tool.Tool{broken},
-		script: [][]model.Item{{enginetest.Call("call-1", "broken", `{}`), enginetest.Done(1, 1)}, enginetest.Answer("never")},
+		script: oneCallScript("broken"),
 	})
 	r, res, err := f.run(t, 4)
 	evs := events(t, r)
-	require.Equal(t, []string{
-		"run.started", "turn.started", "model.started", "model.completed",
-		"tool.started", "tool.failed", "turn.failed", "run.failed",
-	}, kinds(evs))
+	require.Equal(t, failedCallKinds, kinds(evs))
 	requireWellFormed(t, evs)
 	require.Equal(t, event.ToolFailed{OperationID: "op-2", CallID: "call-1", Name: "broken", Outcome: "definitive", Retry: "no_retry", Problem: diskFull}, evs[5].Payload())
 	require.Equal(t, event.TurnFailed{TurnID: "turn-1", Index: 1, Problem: diskFull}, evs[6].Payload())

@@ -228,10 +228,7 @@ func TestK29_ExportRefusedWithUncertainMutation(t *testing.T) {
 			require.Equal(t, tc.outcome, ee.Outcome().String())
 			require.Equal(t, engine.Failed, res.Status)
 			evs := events(t, r)
-			require.Equal(t, []string{
-				"run.started", "turn.started", "model.started", "model.completed",
-				"tool.started", "tool.failed", "turn.failed", "run.failed",
-			}, kinds(evs))
+			require.Equal(t, failedCallKinds, kinds(evs))
 			require.Equal(t, tc.outcome, payload[event.ToolFailed](t, evs, "tool.failed").Outcome)
 
 			_, err = r.Snapshot()
