@@ -96,7 +96,7 @@ const (
 
 // check validates a record and returns the encoded size of its event apart
 // from the sequence number's digits.
-func (r Record) check() (int, error) {
+func (r *Record) check() (int, error) {
 	if err := bound.Name("event.kind", r.Kind); err != nil {
 		return 0, err
 	}

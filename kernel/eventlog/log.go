@@ -168,25 +168,33 @@ func (l *Log) Append(ctx context.Context, r Record) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
+	// The event is built once and filled in place: an Event is large
+	// enough that copying it through every call costs more than the
+	// commit itself.
 	e := Event{kind: r.Kind, time: r.Time.UTC(), payload: r.Payload, size: size}
 	if l.pub == nil {
-		return l.commit(e, r.Terminal)
+		err = l.commit(&e, r.Terminal)
+	} else {
+		err = l.commitAndPublish(ctx, &e, r.Terminal)
 	}
-	return l.commitAndPublish(ctx, e, r.Terminal)
+	if e.seq == 0 {
+		return Event{}, err
+	}
+	return e, err
 }
 
 // commitAndPublish holds the publication token across commit and
-// publication, so observers see sequences in order.
-func (l *Log) commitAndPublish(ctx context.Context, e Event, terminal bool) (Event, error) {
+// publication, so observers see sequences in order. e.seq stays 0 unless
+// e was committed.
+func (l *Log) commitAndPublish(ctx context.Context, e *Event, terminal bool) error {
 	if err := acquire(ctx, l.pub); err != nil {
-		return Event{}, err
+		return err
 	}
 	defer func() { <-l.pub }()
-	e, err := l.commit(e, terminal)
-	if err != nil {
-		return Event{}, err
+	if err := l.commit(e, terminal); err != nil {
+		return err
 	}
-	return e, l.publish(ctx, e)
+	return l.publish(ctx, *e)
 }
 
 // acquire takes the token, preferring it over a done context.
@@ -205,8 +213,9 @@ func acquire(ctx context.Context, token chan struct{}) error {
 }
 
 // commit assigns the sequence, evicts what the class of e may not keep, and
-// stores e. Only here is a sequence consumed.
-func (l *Log) commit(e Event, terminal bool) (Event, error) {
+// stores e, filling in its sequence, log name and full size. Only here is a
+// sequence consumed; without one, e.seq stays 0.
+func (l *Log) commit(e *Event, terminal bool) error {
 	maxEvents, maxBytes := l.cfg.MaxEvents, l.cfg.MaxBytes
 	if !terminal {
 		maxEvents -= l.cfg.ReserveEvents
@@ -215,29 +224,29 @@ func (l *Log) commit(e Event, terminal bool) (Event, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return Event{}, ErrClosed
+		return ErrClosed
 	}
-	e.seq = l.last + 1
-	e.log = l.cfg.Name
-	e.size += UintLen(e.seq)
-	if e.size > maxBytes || e.size > MaxEventBytes {
+	seq := l.last + 1
+	size := e.size + UintLen(seq)
+	if size > maxBytes || size > MaxEventBytes {
 		l.stats.Rejected++
 		l.mu.Unlock()
-		return Event{}, &bound.Error{Field: "event", Rule: bound.TooLarge,
-			Limit: min(maxBytes, MaxEventBytes), Got: e.size,
+		return &bound.Error{Field: "event", Rule: bound.TooLarge,
+			Limit: min(maxBytes, MaxEventBytes), Got: size,
 			Detail: "the encoded event does not fit in the log"}
 	}
-	for l.count > 0 && (l.count >= maxEvents || l.bytes+e.size > maxBytes) {
+	e.seq, e.log, e.size = seq, l.cfg.Name, size
+	for l.count > 0 && (l.count >= maxEvents || l.bytes+size > maxBytes) {
 		l.evictOldest()
 	}
 	l.push(e)
-	l.last = e.seq
+	l.last = seq
 	l.signal()
 	l.mu.Unlock()
-	return e, nil
+	return nil
 }
 
-func (l *Log) push(e Event) {
+func (l *Log) push(e *Event) {
 	if l.count == len(l.ring) {
 		n := min(max(2*len(l.ring), l.cfg.Capacity), l.cfg.MaxEvents)
 		ring := make([]entry, n)
