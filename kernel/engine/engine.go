@@ -30,10 +30,7 @@ var ErrClosed = errors.New("engine: closed")
 type Engine struct {
 	cfg Config
 
-	lastPlan     atomic.Pointer[planParts] // see planParts
-	firstPlan    planParts                 // written once, before lastPlan points to it
-	firstPlanSet atomic.Bool
-	lastEvents   atomic.Int32 // events the last finished run retained (logCapacity)
+	lastEvents atomic.Int32 // events the last finished run retained (logCapacity)
 
 	mu     sync.Mutex
 	closed bool
