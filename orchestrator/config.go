@@ -145,6 +145,14 @@ type Config struct {
 	// finalization. Default DefaultFinalizeTimeout, at most
 	// engine.MaxFinalizeTimeout.
 	FinalizeTimeout time.Duration
+	// Started, if set, is called once with the pair, on the goroutine that
+	// plays it, as soon as pair.started is in the timeline and before the
+	// first run. With Run it hands the pair to others (to Subscribe or
+	// Cancel) while the caller's goroutine plays it. It is not called for
+	// a pair that ends before that (its timeline could not take
+	// pair.started). It must not block; a panic in it ends the pair with
+	// ReasonInfrastructure before any run.
+	Started func(*Pair)
 }
 
 // defaultPolicy is the zero Config's policy, built once: a Policy is an
@@ -173,6 +181,7 @@ type settings struct {
 	Budget          Budget
 	Delivery        Delivery
 	FinalizeTimeout time.Duration
+	Started         func(*Pair)
 }
 
 var (
@@ -254,6 +263,7 @@ func (c *Config) normalize() (settings, error) {
 		ID: c.ID, Plans: c.Plans, Clock: c.Clock, Roles: [2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Task: c.Task, task: task, Policy: c.Policy, MaxRounds: c.MaxRounds,
 		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+		Started: c.Started,
 	}, nil
 }
 

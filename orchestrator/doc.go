@@ -32,7 +32,9 @@
 //
 // Run plays the whole pair on the calling goroutine, each worker run with
 // engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on
-// a goroutine of its own.
+// a goroutine of its own. Config.Started hands the pair to other goroutines
+// (to Subscribe or Cancel) while Run plays it: a host that keeps its own
+// goroutines for pairs, such as the scheduler, uses Run with it.
 //
 // The package must not reach into the kernel's internals or ask it for
 // anything a single-agent run does not already offer; it knows nothing of

@@ -213,6 +213,9 @@ func (p *Pair) play() (out outcome) {
 	}); err != nil {
 		return outcome{reason: ReasonInfrastructure, err: err}
 	}
+	if p.cfg.Started != nil {
+		p.cfg.Started(p)
+	}
 	if p.cfg.Pattern == Relay {
 		return p.relay()
 	}

@@ -32,10 +32,13 @@
 // # Order and fairness
 //
 // Jobs start strictly in submission order: a fixed pool of Config.Pairs
-// goroutines takes the queued job with the lowest submission number each
-// time one of them is free. There is no preemption and no time slicing: a
-// long pair holds its slot until it ends, so short jobs behind it go through
-// the remaining Pairs-1 slots, and with Pairs = 1 they wait for it. Model
+// slots takes the queued job with the lowest submission number each time
+// one of them is free. Each slot plays its pairs, one at a time, on a
+// goroutine that lives as long as the slot (orchestrator.Run with a
+// Config.Started hook), so a pair never grows a fresh goroutine stack.
+// There is no preemption and no time slicing: a long pair holds its slot
+// until it ends, so short jobs behind it go through the remaining Pairs-1
+// slots, and with Pairs = 1 they wait for it. Model
 // operations are granted in request order (a FIFO semaphore); a pair runs
 // at most one model operation at a time, so a long pair competes with short
 // ones operation by operation and cannot take more than one slot.

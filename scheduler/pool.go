@@ -21,9 +21,17 @@ type run struct {
 }
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
-// the scheduler is closed and the queue is empty.
+// the scheduler is closed and the queue is empty. Each job's pair plays on
+// the slot's runner goroutine, which lives as long as the slot: its stack
+// has grown to what a pair needs once, where a goroutine per pair would
+// grow a new stack for every pair, and while it plays the slot's own
+// goroutine parks, so that the goroutines a job's end woke get to run.
 func (s *Scheduler) serve() {
+	rn := runner{jobs: make(chan *record), ended: make(chan *record)}
+	go rn.run(s)
 	defer func() {
+		close(rn.jobs)
+		<-rn.ended // closed when the runner has returned
 		if s.live.Add(-1) == 0 {
 			close(s.poolDone)
 		}
@@ -33,7 +41,8 @@ func (s *Scheduler) serve() {
 		r, closed := s.step(ended)
 		ended = nil
 		if r != nil {
-			ended = s.execute(r)
+			rn.jobs <- r
+			ended = <-rn.ended
 			continue
 		}
 		if closed {
@@ -43,6 +52,19 @@ func (s *Scheduler) serve() {
 		case <-s.wake:
 		case <-s.quit:
 		}
+	}
+}
+
+// runner plays one pool slot's pairs, one at a time.
+type runner struct {
+	jobs  chan *record // closed when the slot stops
+	ended chan *record // each job's terminal record; closed on return
+}
+
+func (rn runner) run(s *Scheduler) {
+	defer close(rn.ended)
+	for r := range rn.jobs {
+		rn.ended <- s.execute(r)
 	}
 }
 
@@ -126,14 +148,28 @@ func (s *Scheduler) execute(r *record) *record {
 			}
 		}
 	}
-	pair, err := startPair(rn.ctx, cfg)
-	rn.pair = pair
-	close(rn.ready)
+	// The pair plays on this goroutine, whose stack has already grown to
+	// what a pair needs; Started hands it to Subscribe meanwhile.
+	host := cfg.Started
+	cfg.Started = func(p *orchestrator.Pair) {
+		rn.pair = p
+		close(rn.ready)
+		if host != nil {
+			host(p)
+		}
+	}
+	pair, err := runPair(rn.ctx, cfg)
+	if rn.pair == nil {
+		// Refused, or ended before pair.started: Subscribe gets what
+		// there is, or ErrNoTimeline.
+		rn.pair = pair
+		close(rn.ready)
+	}
 	var res orchestrator.Result
 	state := Failed
 	switch {
 	case pair != nil:
-		res, err = pair.Wait(context.Background()) // the pair always ends
+		res, err = pair.Wait(context.Background()) // returns at once: the pair has ended
 		if err == nil {
 			state = Completed
 		} else if res.Reason == orchestrator.ReasonCancelled {
@@ -171,12 +207,13 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
 	return behind
 }
 
-// startPair starts the pair, containing a panic of the parts it builds.
-func startPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair, err error) {
+// runPair plays the pair to its end, containing a panic of the parts it
+// builds.
+func runPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair, err error) {
 	defer func() {
 		if recover() != nil {
 			p, err = nil, errPanic
 		}
 	}()
-	return orchestrator.Start(ctx, cfg)
+	return orchestrator.Run(ctx, cfg)
 }
