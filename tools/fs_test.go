@@ -89,6 +89,25 @@ func TestConfinement_EscapesAreRefused(t *testing.T) {
 	e.requireNoTemp(t)
 }
 
+// A hard link inside the workspace to a file outside it has no target to
+// resolve: fs.read refuses any file with more than one link, and fs.write
+// replaces the workspace name without touching the outside file.
+func TestConfinement_HardLinksAreNotFollowed(t *testing.T) {
+	e := newEnv(t)
+	secret := filepath.Join(e.outside, "secret.txt")
+	if err := os.Link(secret, filepath.Join(e.root, "hard.txt")); err != nil {
+		t.Skipf("hard links unsupported here: %v", err)
+	}
+	e.problem(t, tools.CodeOutsideWorkspace, "fs.read", args("path", "hard.txt"))
+
+	e.ok(t, "fs.write", args("path", "hard.txt", "content", "replaced"))
+	require.Equal(t, "replaced", e.read(t, "hard.txt"))
+	got, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "outside secret", string(got), "the outside file is untouched")
+	e.requireNoTemp(t)
+}
+
 func TestFSWrite_WritesWholeFilesAtomically(t *testing.T) {
 	e := newEnv(t)
 	require.JSONEq(t, `{"path":"draft.md","bytes":6}`, e.ok(t, "fs.write", args("path", "draft.md", "content", "first\n")))

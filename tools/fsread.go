@@ -110,6 +110,13 @@ func (t *FSRead) read(rel string) (string, problem.Problem, error) {
 	if !fi.Mode().IsRegular() {
 		return "", problemNotRegular, nil
 	}
+	// A hard link has no target to resolve: the same file may have a
+	// name outside the workspace, so a file with more than one name is
+	// refused. (fs.write replaces files by rename and so never writes
+	// through a hard link.)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return "", problemHardLinked, nil
+	}
 	if fi.Size() > int64(t.max) {
 		return "", t.tooLarge(), nil
 	}
@@ -134,4 +141,5 @@ func (t *FSRead) tooLarge() problem.Problem {
 var (
 	problemNotRegular = problem.Must(CodeNotAFile, "the path names a directory or another kind of non-regular file")
 	problemNotText    = problem.Must(CodeNotText, "the file is not UTF-8 text")
+	problemHardLinked = problem.Must(CodeOutsideWorkspace, "the file has more than one hard link, so it may be shared with a file outside the workspace")
 )
