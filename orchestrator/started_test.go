@@ -14,7 +14,7 @@ import (
 // Started hands the pair out while Run plays it on the caller's goroutine:
 // once, after pair.started and before the first run, so that another
 // goroutine can follow the timeline live and cancel the pair.
-func TestStartedHandsOutThePairWhileRunPlaysIt(t *testing.T) {
+func TestO7_StartedHandsOutThePairWhileRunPlaysIt(t *testing.T) {
 	h := newHarness(t, orchestrator.Relay, nil, script{enginetest.Answer("never")})
 	streaming := make(chan struct{})
 	h.cfg.First.Engine.Provider = &blockingProvider{started: streaming}
@@ -62,7 +62,7 @@ func TestStartedHandsOutThePairWhileRunPlaysIt(t *testing.T) {
 }
 
 // A panic in Started ends the pair before any run, with one terminal.
-func TestStartedPanicEndsThePairBeforeAnyRun(t *testing.T) {
+func TestO5_StartedPanicEndsThePairOnceBeforeAnyRun(t *testing.T) {
 	h := newHarness(t, orchestrator.Relay, script{enginetest.Answer("draft")}, script{enginetest.Answer("ok")})
 	h.cfg.Started = func(*orchestrator.Pair) { panic("host bug") }
 	p, err := orchestrator.Run(context.Background(), h.cfg)
