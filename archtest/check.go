@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -198,6 +199,7 @@ func (c *checker) checkPackage(p *listedPackage) error {
 	if u.Kernel {
 		mode = parser.ParseComments | parser.SkipObjectResolution
 	}
+	code := make(map[string]*ast.File) // a kernel package's non-test files
 	for _, name := range p.files() {
 		file := name
 		if rel != "." {
@@ -225,7 +227,13 @@ func (c *checker) checkPackage(p *listedPackage) error {
 		}
 		if u.Kernel {
 			c.checkWords(file, f)
+			if !test {
+				code[file] = f
+			}
 		}
+	}
+	if u.Kernel {
+		c.checkGlobals(code)
 	}
 	return nil
 }

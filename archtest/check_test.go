@@ -69,6 +69,12 @@ func TestFixtureReportsEveryRuleExactly(t *testing.T) {
 			"kernel-words kernel/plan/run.go:12 child",     // parameter children
 			"kernel-words kernel/plan/run.go:13 scheduler", // local variable
 		},
+		RuleKernelGlobals: {
+			"kernel-globals kernel/plan/cache.go:8 last",   // an atomic cell
+			"kernel-globals kernel/plan/cache.go:10 mu",    // a lock
+			"kernel-globals kernel/plan/cache.go:21 hits",  // incremented by a function
+			"kernel-globals kernel/plan/cache.go:22 table", // written by a function
+		},
 		RuleLayerImports: {
 			"layer-imports handoff/h.go:3 example.com/fixture/providers/b",
 			"layer-imports handoff/x_test.go:6 example.com/fixture/scheduler",

@@ -22,6 +22,12 @@
 //     The package comment is exempt (a doc.go says what its package must not
 //     know), and so are comments inside function bodies. This covers kernel
 //     test files too.
+//   - kernel-globals: the kernel has no global state. A non-test kernel
+//     file declares no package-level variable whose type or initial value
+//     names sync or sync/atomic, and no function writes (assigns,
+//     increments) a package-level variable it does not shadow. Package
+//     variables stay what initialisation made them: errors, problems and
+//     lookup tables.
 //   - layer-imports: a package outside the kernel imports only the folders
 //     its row of the table names (Layers), the standard library and, where
 //     the row allows it, third-party modules. Its test files may also import

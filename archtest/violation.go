@@ -10,6 +10,7 @@ const (
 	RuleKernelImports   = "kernel-imports"
 	RuleKernelDeps      = "kernel-deps"
 	RuleKernelWords     = "kernel-words"
+	RuleKernelGlobals   = "kernel-globals"
 	RuleLayerImports    = "layer-imports"
 	RuleLayerUnknown    = "layer-unknown"
 	RuleExceptionUnused = "exception-unused"

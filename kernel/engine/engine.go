@@ -30,7 +30,10 @@ var ErrClosed = errors.New("engine: closed")
 type Engine struct {
 	cfg Config
 
-	lastEvents atomic.Int32 // events the last finished run retained (logCapacity)
+	lastPlan     atomic.Pointer[planParts] // see planParts
+	firstPlan    planParts                 // written once, before lastPlan points to it
+	firstPlanSet atomic.Bool
+	lastEvents   atomic.Int32 // events the last finished run retained (logCapacity)
 
 	mu     sync.Mutex
 	closed bool

@@ -196,29 +196,35 @@ func newID[T ~string](e *Engine, k id.Kind, field string) (v T, err error) {
 
 // planParts is what every run on one plan derives from it the same way:
 // its definitions as a slice for requests (model.NewRequest copies them,
-// and no run writes them) and its fingerprint in hex. They are immutable,
-// so the parts of the plan seen last are kept for every engine of the
-// process: runs on that plan, even on new engines (a pair builds two per
-// pair), share them instead of deriving them again.
+// and no run writes them) and its fingerprint in hex. The engine keeps
+// them for the plan it saw last, so runs on that plan share them instead
+// of deriving them again.
 type planParts struct {
 	plan        plan.Plan
 	tools       []tool.Definition
 	fingerprint string
 }
 
-var lastPlanParts atomic.Pointer[planParts]
-
 func (e *Engine) planParts(p plan.Plan) *planParts {
-	if c := lastPlanParts.Load(); c != nil && c.plan == p {
+	if c := e.lastPlan.Load(); c != nil && c.plan == p {
 		return c
 	}
 	tools := make([]tool.Definition, 0, p.Len())
 	for d := range p.Definitions() {
 		tools = append(tools, d)
 	}
-	c := &planParts{plan: p, tools: tools, fingerprint: p.Fingerprint().String()}
-	lastPlanParts.Store(c)
-	return c
+	c := planParts{plan: p, tools: tools, fingerprint: p.Fingerprint().String()}
+	// The first plan is kept in the engine itself, written once before it
+	// is published: most engines only ever see one plan.
+	if e.firstPlanSet.CompareAndSwap(false, true) {
+		e.firstPlan = c
+		e.lastPlan.Store(&e.firstPlan)
+		return &e.firstPlan
+	}
+	pc := new(planParts)
+	*pc = c
+	e.lastPlan.Store(pc)
+	return pc
 }
 
 // A run log's first room, in events: the engine's last run's count,

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"sync/atomic"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -21,24 +20,7 @@ func ParseID(s string) (ID, error) { return id.Parse[ID]("plan.id", s) }
 type Fingerprint [sha256.Size]byte
 
 // String returns the lower-case hex form.
-func (f Fingerprint) String() string {
-	// Every run started on a plan writes its fingerprint, and a process
-	// mostly runs on one plan at a time: the last one encoded is kept, so
-	// that each run does not encode and allocate it again.
-	if c := lastHex.Load(); c != nil && c.f == f {
-		return c.hex
-	}
-	c := &fingerprintHex{f: f, hex: hex.EncodeToString(f[:])}
-	lastHex.Store(c)
-	return c.hex
-}
-
-type fingerprintHex struct {
-	f   Fingerprint
-	hex string
-}
-
-var lastHex atomic.Pointer[fingerprintHex]
+func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
 
 // IsZero reports whether f is the zero Fingerprint, which no plan has.
 func (f Fingerprint) IsZero() bool { return f == Fingerprint{} }
