@@ -25,10 +25,11 @@
 // symbolic link inside the workspace that points outside is refused, for
 // files and directories alike. The I/O itself goes through an os.Root, which
 // refuses to leave the root even if a link is swapped in after the check.
-// A hard link cannot be resolved to a place, so fs.read refuses a file
-// with more than one link (path_outside_workspace); fs.write replaces a
-// file by renaming a new one over it, which never writes through a hard
-// link to the file's other names.
+// A hard link cannot be resolved to a place, so on unix fs.read refuses a
+// file with more than one link (path_outside_workspace), even when every
+// name is inside the workspace; fs.write replaces a file by renaming a new
+// one over it, which never writes through a hard link to the file's other
+// names.
 //
 // fs.write replaces the whole file atomically: it writes a temporary file in
 // the target's directory, syncs it, renames it over the target and syncs the

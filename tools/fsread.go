@@ -114,7 +114,7 @@ func (t *FSRead) read(rel string) (string, problem.Problem, error) {
 	// name outside the workspace, so a file with more than one name is
 	// refused. (fs.write replaces files by rename and so never writes
 	// through a hard link.)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if links(fi) > 1 {
 		return "", problemHardLinked, nil
 	}
 	if fi.Size() > int64(t.max) {
