@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,29 +173,31 @@ func (l *Log) Append(ctx context.Context, r Record) (Event, error) {
 	// enough that copying it through every call costs more than the
 	// commit itself.
 	e := Event{kind: r.Kind, time: r.Time.UTC(), payload: r.Payload, size: size}
+	var committed bool
 	if l.pub == nil {
 		err = l.commit(&e, r.Terminal)
+		committed = err == nil
 	} else {
-		err = l.commitAndPublish(ctx, &e, r.Terminal)
+		committed, err = l.commitAndPublish(ctx, &e, r.Terminal)
 	}
-	if e.seq == 0 {
+	if !committed {
 		return Event{}, err
 	}
 	return e, err
 }
 
 // commitAndPublish holds the publication token across commit and
-// publication, so observers see sequences in order. e.seq stays 0 unless
-// e was committed.
-func (l *Log) commitAndPublish(ctx context.Context, e *Event, terminal bool) error {
+// publication, so observers see sequences in order. It reports whether e
+// was committed: an observer's error leaves it committed.
+func (l *Log) commitAndPublish(ctx context.Context, e *Event, terminal bool) (committed bool, err error) {
 	if err := acquire(ctx, l.pub); err != nil {
-		return err
+		return false, err
 	}
 	defer func() { <-l.pub }()
 	if err := l.commit(e, terminal); err != nil {
-		return err
+		return false, err
 	}
-	return l.publish(ctx, *e)
+	return true, l.publish(ctx, *e)
 }
 
 // acquire takes the token, preferring it over a done context.
@@ -214,7 +217,7 @@ func acquire(ctx context.Context, token chan struct{}) error {
 
 // commit assigns the sequence, evicts what the class of e may not keep, and
 // stores e, filling in its sequence, log name and full size. Only here is a
-// sequence consumed; without one, e.seq stays 0.
+// sequence consumed, and only when it returns nil.
 func (l *Log) commit(e *Event, terminal bool) error {
 	maxEvents, maxBytes := l.cfg.MaxEvents, l.cfg.MaxBytes
 	if !terminal {
@@ -225,6 +228,13 @@ func (l *Log) commit(e *Event, terminal bool) error {
 	if l.closed {
 		l.mu.Unlock()
 		return ErrClosed
+	}
+	if l.last == math.MaxUint64 {
+		// A sequence is never reused (K15): past the last one, nothing
+		// more can be committed.
+		l.stats.Rejected++
+		l.mu.Unlock()
+		return bound.Conflicting("event.seq", "the log has used its last sequence number")
 	}
 	seq := l.last + 1
 	size := e.size + UintLen(seq)

@@ -2,6 +2,7 @@ package eventlog_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -183,6 +184,31 @@ func TestAppendTooLargeDoesNotCommit(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(1), st.Rejected)
 	require.Equal(t, []uint64{1}, retained(t, l))
+}
+
+// A log that has committed sequence MaxUint64 refuses further appends
+// with a typed error and commits nothing: a sequence never wraps to 0 and
+// is never reused (K15).
+func TestAppendPastTheLastSequenceFails(t *testing.T) {
+	l := newLog(t, eventlog.Config{After: math.MaxUint64 - 1})
+	e, err := l.Append(context.Background(), rec(1))
+	require.NoError(t, err)
+	require.Equal(t, uint64(math.MaxUint64), e.Seq())
+
+	e, err = l.Append(context.Background(), terminal(2))
+	require.Zero(t, e)
+	var be *bound.Error
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "event.seq", be.Field)
+	st := l.Stats()
+	require.Equal(t, uint64(math.MaxUint64), st.LastSeq)
+	require.Equal(t, uint64(1), st.Rejected)
+	require.Equal(t, []uint64{math.MaxUint64}, retained(t, l))
+
+	full := newLog(t, eventlog.Config{After: math.MaxUint64})
+	_, err = full.Append(context.Background(), rec(1))
+	require.ErrorAs(t, err, &be)
+	require.Zero(t, full.Stats().RetainedEvents)
 }
 
 func TestAppendAfterCloseFails(t *testing.T) {
