@@ -148,10 +148,10 @@ type Config struct {
 	// Started, if set, is called once with the pair, on the goroutine that
 	// plays it, as soon as pair.started is in the timeline and before the
 	// first run. With Run it hands the pair to others (to Subscribe or
-	// Cancel) while the caller's goroutine plays it. It is not called for
-	// a pair that ends before that (its timeline could not take
-	// pair.started). It must not block; a panic in it ends the pair with
-	// ReasonInfrastructure before any run.
+	// Cancel) while the caller's goroutine plays it. It is not called
+	// when appending pair.started fails, an observer refusing it included:
+	// the pair then ends at once. It must not block; a panic in it ends
+	// the pair with ReasonInfrastructure before any run.
 	Started func(*Pair)
 }
 

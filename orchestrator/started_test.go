@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,20 +21,33 @@ func TestO7_StartedHandsOutThePairWhileRunPlaysIt(t *testing.T) {
 	h.cfg.First.Engine.Provider = &blockingProvider{started: streaming}
 	handed := make(chan *orchestrator.Pair, 1)
 	calls := 0
+	// The hook runs inside Run: it reports with t.Errorf, since FailNow
+	// there would leave the pair unfinished.
 	h.cfg.Started = func(p *orchestrator.Pair) {
 		calls++
+		if got := p.Stats().LastSeq; got != 1 {
+			t.Errorf("Started after %d events, want right after pair.started", got)
+		}
 		sub, err := p.Subscribe(context.Background(), 0)
-		require.NoError(t, err)
-		defer sub.Close()
-		first, err := sub.Next(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, orchestrator.KindStarted, first.Kind())
-		require.Equal(t, uint64(1), p.Stats().LastSeq, "no run before Started")
+		if err != nil {
+			t.Errorf("Subscribe in Started: %v", err)
+		} else if first, err := sub.Next(context.Background()); err != nil || first.Kind() != orchestrator.KindStarted {
+			t.Errorf("first event %q, %v; want %s", first.Kind(), err, orchestrator.KindStarted)
+		}
+		if sub != nil {
+			sub.Close()
+		}
 		handed <- p
 	}
 	followed := make(chan []string, 1)
 	go func() {
-		p := <-handed
+		var p *orchestrator.Pair
+		select {
+		case p = <-handed:
+		case <-time.After(10 * time.Second):
+			followed <- nil // Started was never called
+			return
+		}
 		sub, err := p.Subscribe(context.Background(), 0)
 		if err != nil {
 			followed <- nil
@@ -52,7 +66,10 @@ func TestO7_StartedHandsOutThePairWhileRunPlaysIt(t *testing.T) {
 		}
 		followed <- ks
 	}()
-	p, err := orchestrator.Run(context.Background(), h.cfg)
+	// Bounded: without a Started call nobody would cancel the blocked run.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := orchestrator.Run(ctx, h.cfg)
 	require.NoError(t, err)
 	res, err := p.Wait(context.Background())
 	require.ErrorIs(t, err, orchestrator.ErrCancelled)

@@ -339,3 +339,54 @@ func TestProviderPanicGivesSlotBack(t *testing.T) {
 	require.Equal(t, scheduler.Completed, wait(t, s, good).State)
 	require.Zero(t, s.Stats().ModelOps)
 }
+
+// TestHostStartedHookRunsAfterTheSchedulers: a job's own Config.Started is
+// still called, once, with the job's pair, after the scheduler has made
+// the pair available, so a host may Subscribe to its job from the hook;
+// the shared config is not changed. A host hook that panics fails only its
+// own job, with one pair terminal, and the slot goes on with the next job.
+func TestHostStartedHookRunsAfterTheSchedulers(t *testing.T) {
+	s := newScheduler(t, scheduler.Config{Pairs: 1})
+	cfg := relay(t, cycling("Draft."), cycling("OK."))
+	seen := make(chan string, 1)
+	var jobID string
+	ready := make(chan struct{})
+	cfg.Started = func(p *orchestrator.Pair) {
+		<-ready // jobID is set
+		sub, err := s.Subscribe(context.Background(), jobID, 0)
+		if err != nil {
+			seen <- "subscribe: " + err.Error()
+			return
+		}
+		sub.Close()
+		seen <- p.ID()
+	}
+	jobID = submit(t, s, cfg)
+	close(ready)
+	info := wait(t, s, jobID)
+	require.Equal(t, scheduler.Completed, info.State)
+	select { // the hook runs before the pair's first run, so before Wait returns
+	case got := <-seen:
+		require.Equal(t, jobID, got, "the hook got the job's own pair and could subscribe to it")
+	default:
+		t.Fatal("the host's Started hook was not called")
+	}
+	require.Empty(t, cfg.ID, "the shared config is not changed")
+
+	bad := relay(t, cycling("Draft."), cycling("OK."))
+	bad.Started = func(*orchestrator.Pair) { panic("host bug") }
+	j2 := submit(t, s, bad)
+	j3 := submit(t, s, relay(t, cycling("Draft."), cycling("OK.")))
+	info = wait(t, s, j2)
+	require.Equal(t, scheduler.Failed, info.State)
+	require.Equal(t, orchestrator.ReasonInfrastructure, info.Result.Reason)
+	require.Zero(t, info.Result.Runs)
+	sub, err := s.Subscribe(context.Background(), j2, 0)
+	require.NoError(t, err)
+	evs, err := readTimeline(context.Background(), sub)
+	require.NoError(t, err)
+	end, err := checkTimeline(j2, evs)
+	require.NoError(t, err)
+	require.Equal(t, orchestrator.ReasonInfrastructure, end.Reason)
+	require.Equal(t, scheduler.Completed, wait(t, s, j3).State)
+}

@@ -24,8 +24,8 @@ const (
 
 // Config configures a Scheduler. New copies it.
 type Config struct {
-	// Pairs bounds the pairs that run at once: the size of the scheduler's
-	// goroutine pool. 1..MaxPairs; 0 means DefaultPairs.
+	// Pairs bounds the pairs that run at once: the number of the
+	// scheduler's slots. 1..MaxPairs; 0 means DefaultPairs.
 	Pairs int
 	// ModelOps bounds the model operations in flight across all pairs:
 	// 0..MaxModelOps, 0 for no bound other than Pairs (a pair runs at most

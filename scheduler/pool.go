@@ -160,8 +160,9 @@ func (s *Scheduler) execute(r *record) *record {
 	}
 	pair, err := runPair(rn.ctx, cfg)
 	if rn.pair == nil {
-		// Refused, or ended before pair.started: Subscribe gets what
-		// there is, or ErrNoTimeline.
+		// Refused before its lease (Subscribe: ErrNoTimeline), or ended
+		// because appending pair.started failed (Subscribe gets the
+		// timeline as it ended).
 		rn.pair = pair
 		close(rn.ready)
 	}
@@ -207,8 +208,10 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
 	return behind
 }
 
-// runPair plays the pair to its end, containing a panic of the parts it
-// builds.
+// runPair plays the pair to its end. The orchestrator contains the pair's
+// own panics and ends the pair; this recover is the last line for a panic
+// that escapes it (a config part it calls while building the pair), which
+// then fails the job without a pair.
 func runPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair, err error) {
 	defer func() {
 		if recover() != nil {

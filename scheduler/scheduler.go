@@ -88,7 +88,8 @@ type counters struct {
 }
 
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
-// goroutines, which wait for jobs until Close or Shutdown.
+// slots, two goroutines each (the slot and the runner that plays its
+// pairs), which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
 	ownIDs := cfg.IDs == nil
 	if err := cfg.normalize(); err != nil {
