@@ -34,9 +34,11 @@ archtest:
 race:
 	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
 
-## bench: the performance-table benchmarks, BENCH_COUNT runs each (compare medians).
+## bench: the performance-table benchmarks, BENCH_COUNT runs each (compare
+## medians). -p 1: go test runs packages in parallel otherwise, and on two
+## cores one package's benchmark would take CPU from another's.
 bench:
-	$(GO) test -run '^$$' -bench '^($(BENCHMARKS))$$' -benchmem -count $(BENCH_COUNT) -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -p 1 -run '^$$' -bench '^($(BENCHMARKS))$$' -benchmem -count $(BENCH_COUNT) -timeout $(TEST_TIMEOUT) ./...
 
 ## fuzz: every FuzzXxx target in the module, one at a time, FUZZTIME each
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
