@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,28 +96,43 @@ func cancelAt(t *testing.T, d orchestrator.Delivery, how string, k, n uint64) {
 	require.Zero(t, h.memory.Stats().Outstanding, "every lease released")
 }
 
+// TestO6_CancelCancelsTheActiveRun stops a pair while its first run is
+// inside a model operation, by Pair.Cancel and by the caller's context:
+// the run ends cancelled and no further run starts.
 func TestO6_CancelCancelsTheActiveRun(t *testing.T) {
-	h := newHarness(t, orchestrator.Relay, nil, script{enginetest.Answer("never")})
-	streaming := make(chan struct{})
-	h.cfg.First.Engine.Provider = &blockingProvider{started: streaming}
-	p, err := orchestrator.Start(context.Background(), h.cfg)
-	require.NoError(t, err)
-	<-streaming
-	p.Cancel()
-	res, err := p.Wait(context.Background())
-	require.ErrorIs(t, err, orchestrator.ErrCancelled)
-	require.Equal(t, orchestrator.ReasonCancelled, res.Reason)
-	require.Equal(t, 1, res.Runs)
-	require.Zero(t, h.second.Calls())
+	for _, how := range []string{"Cancel", "context"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t, orchestrator.Relay, nil, script{enginetest.Answer("never")})
+			streaming := make(chan struct{})
+			h.cfg.First.Engine.Provider = &blockingProvider{started: streaming}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p, err := orchestrator.Start(ctx, h.cfg)
+			require.NoError(t, err)
+			<-streaming
+			if how == "Cancel" {
+				p.Cancel()
+			} else {
+				cancel()
+			}
+			wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer wcancel()
+			res, err := p.Wait(wctx) // bounded: a run nobody cancels never ends
+			require.ErrorIs(t, err, orchestrator.ErrCancelled)
+			require.Equal(t, orchestrator.ReasonCancelled, res.Reason)
+			require.Equal(t, 1, res.Runs)
+			require.Zero(t, h.second.Calls())
 
-	evs := timeline(t, p)
-	end := requireTimeline(t, evs)
-	require.Equal(t, orchestrator.KindCancelled, end.Kind())
-	require.Len(t, relayed(evs, event.KindRunCancelled), 1)
-	require.Len(t, relayed(evs, event.KindModelCancelled), 1)
+			evs := timeline(t, p)
+			end := requireTimeline(t, evs)
+			require.Equal(t, orchestrator.KindCancelled, end.Kind())
+			require.Len(t, relayed(evs, event.KindRunCancelled), 1)
+			require.Len(t, relayed(evs, event.KindModelCancelled), 1)
 
-	p.Cancel() // after the end: nothing changes
-	res2, err2 := p.Wait(context.Background())
-	require.Equal(t, res, res2)
-	require.Equal(t, err, err2)
+			p.Cancel() // after the end: nothing changes
+			res2, err2 := p.Wait(context.Background())
+			require.Equal(t, res, res2)
+			require.Equal(t, err, err2)
+		})
+	}
 }

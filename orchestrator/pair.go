@@ -25,8 +25,15 @@ type Pair struct {
 	plan    plan.Plan
 	log     *eventlog.Log // the pair timeline
 
-	ctx    context.Context // cancelled by Cancel, a stop, or the caller
-	cancel context.CancelFunc
+	// caller is the caller's context: its end stops the pair (O6).
+	caller context.Context
+	// runCtx is what runs get: the caller's values without its
+	// cancellation. A stop cancels the active run through its worker's
+	// engine (stop), so a run's context never hangs off a cancellable
+	// parent, which would cost every run a registration with it.
+	runCtx context.Context
+	// unwatch stops watching the caller's context; nil if it cannot end.
+	unwatch func() bool
 	// appendCtx is the caller's context without its cancellation: pair
 	// events the pair decided to write are written even after a cancel.
 	appendCtx context.Context
@@ -104,12 +111,16 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, err
 	}
 	p.observed = len(cfg.Timeline.Required)+len(cfg.Timeline.BestEffort) > 0
-	p.ctx, p.cancel = context.WithCancel(ctx)
+	p.caller, p.runCtx = ctx, ctx
+	if ctx.Done() != nil {
+		p.runCtx = context.WithoutCancel(ctx)
+		p.unwatch = context.AfterFunc(ctx, func() { p.stop(stopCancelled) })
+	}
 	// Only observers read the append context, and a lease's release only
 	// its cancellation: without observers, Background does the same.
 	p.appendCtx = context.Background()
 	if p.observed {
-		p.appendCtx = context.WithoutCancel(ctx)
+		p.appendCtx = p.runCtx
 	}
 	if d := n.Budget.WallTime; d > 0 {
 		p.wall = time.AfterFunc(d, func() { p.stop(stopWallTime) })
@@ -262,7 +273,9 @@ func (p *Pair) finish(out outcome) {
 	if terr != nil {
 		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
 	}
-	p.cancel()
+	if p.unwatch != nil {
+		p.unwatch()
+	}
 	close(p.done)
 }
 

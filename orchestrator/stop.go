@@ -1,5 +1,7 @@
 package orchestrator
 
+import "context"
+
 // stopCode records why a pair was stopped from outside its pattern. The
 // first stop wins; later ones only cancel again.
 type stopCode uint32
@@ -12,23 +14,36 @@ const (
 	stopWallTime
 )
 
-// stop records s unless the pair was already stopped, and cancels the
-// pair's context, which cancels the active run (K24 decides the run's end
-// from that context). A caller's cancellation that came first wins.
+// stop records s unless the pair was already stopped, and shuts both
+// workers' engines down: that cancels the active run (K24) and refuses
+// any later one, so the pair starts no further run (O6). A caller's
+// cancellation that came first wins.
 func (p *Pair) stop(s stopCode) {
-	if p.ctx.Err() != nil {
+	if p.caller.Err() != nil {
 		s = stopCancelled
 	}
 	p.stopped.CompareAndSwap(uint32(stopNone), uint32(s))
-	p.cancel()
+	for _, w := range p.workers {
+		// With an expired context Shutdown cancels and returns at once,
+		// so a stop never waits, even on the run's own goroutine (the
+		// budget decorator stops the pair from inside a model operation).
+		_ = w.Shutdown(expired)
+	}
 }
+
+// expired is a context that has ended.
+var expired = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // interrupted reports whether the pair has been stopped, by a stop or by
 // the caller's context, and with which outcome.
 func (p *Pair) interrupted() (outcome, bool) {
 	s := stopCode(p.stopped.Load())
 	if s == stopNone {
-		if p.ctx.Err() == nil {
+		if p.caller.Err() == nil {
 			return outcome{}, false
 		}
 		p.stopped.CompareAndSwap(uint32(stopNone), uint32(stopCancelled))
