@@ -56,7 +56,7 @@ func TestO7_StartedNamesEachPairsLeasedPlan(t *testing.T) {
 		return s, current
 	}
 	s1, p1 := started()
-	require.Equal(t, p1.Fingerprint().String(), s1.PlanFingerprint)
+	require.Equal(t, p1.Fingerprint(), s1.PlanFingerprint)
 
 	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: []tool.Tool{enginetest.Echo()}})
 	require.NoError(t, err)
@@ -67,6 +67,6 @@ func TestO7_StartedNamesEachPairsLeasedPlan(t *testing.T) {
 
 	s2, current := started()
 	require.Equal(t, plan.ID("plan-2"), current.ID())
-	require.Equal(t, p2.Fingerprint().String(), s2.PlanFingerprint)
+	require.Equal(t, p2.Fingerprint(), s2.PlanFingerprint)
 	require.Equal(t, "plan-2", s2.PlanID)
 }

@@ -217,7 +217,7 @@ func (p *Pair) play() (out outcome) {
 	if err := p.emit(Started{
 		PairID:          p.cfg.ID,
 		PlanID:          string(p.plan.ID()),
-		PlanFingerprint: p.plan.Fingerprint().String(),
+		PlanFingerprint: p.plan.Fingerprint(),
 		Pattern:         p.cfg.Pattern.String(),
 		First:           p.cfg.Roles[0],
 		Second:          p.cfg.Roles[1],

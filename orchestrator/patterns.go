@@ -133,7 +133,7 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 	prov := h.Provenance()
 	if err := p.emit(HandedOff{
 		Round: p.rounds, From: prov.From, To: prov.To, FromRunID: prov.RunID, LastSeq: prov.LastSeq,
-		SHA256: prov.Digest(), Bytes: prov.Bytes, AnswerBytes: prov.AnswerBytes, Cut: prov.Cut,
+		SHA256: prov.SHA256, Bytes: prov.Bytes, AnswerBytes: prov.AnswerBytes, Cut: prov.Cut,
 	}); err != nil {
 		return h, outcome{reason: ReasonInfrastructure, err: err}, false
 	}

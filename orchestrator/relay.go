@@ -140,7 +140,9 @@ func (s *slab) relay(worker string, run id.Run, fixed int, e eventlog.Event, hin
 	}
 	r := &s.free[0]
 	s.free = s.free[1:]
-	size := e.EncodedLen() - envelopeFixed - eventlog.UintLen(e.Seq()) - eventlog.StringLen(e.Kind())
+	// A kind is a bound.Name, which JSON never escapes: its encoded
+	// length is its length and two quotes, as the log measured it.
+	size := e.EncodedLen() - envelopeFixed - eventlog.UintLen(e.Seq()) - len(e.Kind()) - 2
 	if size < 2 {
 		size = 0 // not an envelope this package knows: measure instead
 	} else {

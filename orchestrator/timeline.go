@@ -1,10 +1,13 @@
 package orchestrator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"iter"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 )
 
@@ -46,17 +49,23 @@ func Terminal(kind string) bool {
 type Started struct {
 	PairID          string
 	PlanID          string
-	PlanFingerprint string // hex
-	Pattern         string // "relay" or "review_loop"
-	First, Second   string // the workers' roles
+	PlanFingerprint plan.Fingerprint // encoded in hex
+	Pattern         string           // "relay" or "review_loop"
+	First, Second   string           // the workers' roles
 }
 
 func (Started) Kind() string { return KindStarted }
 
-func (p Started) fields(o *eventlog.Object) {
+// fingerprintHex stands in for the hex digits of a SHA-256 (a plan
+// fingerprint or a handoff digest) when only measuring: there are always
+// 64, which JSON never escapes, so the hex form is only built when the
+// event is encoded.
+const fingerprintHex = "0000000000000000000000000000000000000000000000000000000000000000"
+
+func (p Started) fields(o *eventlog.Object, fingerprint string) {
 	o.String("pair_id", p.PairID)
 	o.String("plan_id", p.PlanID)
-	o.String("plan_fingerprint", p.PlanFingerprint)
+	o.String("plan_fingerprint", fingerprint)
 	o.String("pattern", p.Pattern)
 	o.Begin("workers")
 	o.String("first", p.First)
@@ -66,13 +75,13 @@ func (p Started) fields(o *eventlog.Object) {
 
 func (p Started) AppendJSON(dst []byte) []byte {
 	o := eventlog.AppendObject(dst)
-	p.fields(&o)
+	p.fields(&o, p.PlanFingerprint.String())
 	return o.End()
 }
 
 func (p Started) EncodedLen() int {
 	o := eventlog.MeasureObject()
-	p.fields(&o)
+	p.fields(&o, fingerprintHex)
 	return o.Len()
 }
 
@@ -82,22 +91,22 @@ type HandedOff struct {
 	Round       int
 	From, To    string
 	FromRunID   id.Run
-	LastSeq     uint64 // the last sequence of the run the answer came from
-	SHA256      string // hex digest of the message content
-	Bytes       int    // size of the message content
-	AnswerBytes int    // size of the answer before framing and cutting
+	LastSeq     uint64            // the last sequence of the run the answer came from
+	SHA256      [sha256.Size]byte // digest of the message content, encoded in hex
+	Bytes       int               // size of the message content
+	AnswerBytes int               // size of the answer before framing and cutting
 	Cut         bool
 }
 
 func (HandedOff) Kind() string { return KindHandoff }
 
-func (p HandedOff) fields(o *eventlog.Object) {
+func (p HandedOff) fields(o *eventlog.Object, digest string) {
 	o.Int("round", int64(p.Round))
 	o.String("from", p.From)
 	o.String("to", p.To)
 	o.String("from_run_id", string(p.FromRunID))
 	o.Uint("last_seq", p.LastSeq)
-	o.String("sha256", p.SHA256)
+	o.String("sha256", digest)
 	o.Int("bytes", int64(p.Bytes))
 	o.Int("answer_bytes", int64(p.AnswerBytes))
 	o.Bool("cut", p.Cut)
@@ -105,13 +114,13 @@ func (p HandedOff) fields(o *eventlog.Object) {
 
 func (p HandedOff) AppendJSON(dst []byte) []byte {
 	o := eventlog.AppendObject(dst)
-	p.fields(&o)
+	p.fields(&o, hex.EncodeToString(p.SHA256[:]))
 	return o.End()
 }
 
 func (p HandedOff) EncodedLen() int {
 	o := eventlog.MeasureObject()
-	p.fields(&o)
+	p.fields(&o, fingerprintHex) // a SHA-256 in hex, as long as a fingerprint
 	return o.Len()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
@@ -109,11 +111,11 @@ func TestO7_BothDeliveriesWriteTheSameTimeline(t *testing.T) {
 
 func TestO7_PairPayloadsEncodeCanonically(t *testing.T) {
 	require.Equal(t,
-		`{"pair_id":"p-1","plan_id":"plan-1","plan_fingerprint":"ab","pattern":"relay","workers":{"first":"writer","second":"reviewer"}}`,
-		jsonOf(t, orchestrator.Started{PairID: "p-1", PlanID: "plan-1", PlanFingerprint: "ab", Pattern: "relay", First: "writer", Second: "reviewer"}))
+		`{"pair_id":"p-1","plan_id":"plan-1","plan_fingerprint":"ab`+strings.Repeat("0", 62)+`","pattern":"relay","workers":{"first":"writer","second":"reviewer"}}`,
+		jsonOf(t, orchestrator.Started{PairID: "p-1", PlanID: "plan-1", PlanFingerprint: plan.Fingerprint{0xab}, Pattern: "relay", First: "writer", Second: "reviewer"}))
 	require.Equal(t,
-		`{"round":2,"from":"reviewer","to":"writer","from_run_id":"run-3","last_seq":7,"sha256":"00ff","bytes":40,"answer_bytes":9,"cut":false}`,
-		jsonOf(t, orchestrator.HandedOff{Round: 2, From: "reviewer", To: "writer", FromRunID: "run-3", LastSeq: 7, SHA256: "00ff", Bytes: 40, AnswerBytes: 9}))
+		`{"round":2,"from":"reviewer","to":"writer","from_run_id":"run-3","last_seq":7,"sha256":"00ff`+strings.Repeat("0", 60)+`","bytes":40,"answer_bytes":9,"cut":false}`,
+		jsonOf(t, orchestrator.HandedOff{Round: 2, From: "reviewer", To: "writer", FromRunID: "run-3", LastSeq: 7, SHA256: [32]byte{0x00, 0xff}, Bytes: 40, AnswerBytes: 9}))
 	require.Equal(t,
 		`{"pair_id":"p-1","reason":"completed","rounds":1,"runs":2,"input_tokens":20,"output_tokens":10,"tool_calls":0}`,
 		jsonOf(t, orchestrator.Ended{PairID: "p-1", Reason: orchestrator.ReasonCompleted, Rounds: 1, Runs: 2, InputTokens: 20, OutputTokens: 10}))

@@ -19,8 +19,13 @@ func ParseID(s string) (ID, error) { return id.Parse[ID]("plan.id", s) }
 // Fingerprint identifies the complete tool contracts of a plan (K11).
 type Fingerprint [sha256.Size]byte
 
-// String returns the lower-case hex form.
-func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+// String returns the lower-case hex form. The digits are written to the
+// stack first, so the string is the only allocation.
+func (f Fingerprint) String() string {
+	var b [2 * sha256.Size]byte
+	hex.Encode(b[:], f[:])
+	return string(b[:])
+}
 
 // IsZero reports whether f is the zero Fingerprint, which no plan has.
 func (f Fingerprint) IsZero() bool { return f == Fingerprint{} }

@@ -13,6 +13,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
@@ -54,7 +55,7 @@ func TestRendersEveryPartOfAPairTimeline(t *testing.T) {
 	require.NoError(t, err)
 	w, r := "writer", "reviewer"
 	ls := lines(t,
-		orchestrator.Started{PairID: "pair-1", PlanID: "plan-1", PlanFingerprint: "ab", Pattern: "review_loop", First: w, Second: r},
+		orchestrator.Started{PairID: "pair-1", PlanID: "plan-1", PlanFingerprint: plan.Fingerprint{0xab}, Pattern: "review_loop", First: w, Second: r},
 		relay(w, 1, event.RunStarted{RunID: "pair-1/writer/run-1", PlanID: "plan-1", PlanFingerprint: "ab", Definition: w, Model: "m-1"}),
 		relay(w, 2, event.TurnStarted{RunID: "pair-1/writer/run-1", TurnID: "t1", Index: 1}),
 		relay(w, 3, event.ToolStarted{TurnID: "t1", OperationID: "op-2", CallID: "c1", Name: "fs.write", Effect: "mutating", Replay: "idempotent"}),
@@ -67,7 +68,7 @@ func TestRendersEveryPartOfAPairTimeline(t *testing.T) {
 		relay(w, 9, event.ModelCompleted{OperationID: "op-4", InputTokens: 10, OutputTokens: 5}),
 		relay(w, 10, event.RunCompleted{RunID: "pair-1/writer/run-1", Turns: 1, InputTokens: 10, OutputTokens: 5}),
 		orchestrator.HandedOff{Round: 1, From: w, To: r, FromRunID: "pair-1/writer/run-1", LastSeq: 10,
-			SHA256: "00112233445566778899", Bytes: 40, AnswerBytes: 90, Cut: true},
+			SHA256: [32]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99}, Bytes: 40, AnswerBytes: 90, Cut: true},
 		relay(r, 1, event.ToolStarted{TurnID: "t9", OperationID: "op-9", CallID: "c9", Name: "fs.write", Effect: "mutating"}),
 		relay(r, 2, event.ToolFailed{OperationID: "op-9", CallID: "c9", Name: "fs.write", Outcome: "uncertain",
 			Problem: problem.Must("write_uncertain", "may have changed")}),
