@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +43,11 @@ type Engine struct {
 	// that runs one run at a time then never builds a map.
 	solo   *Run
 	active map[id.Run]*Run
-	idle   chan struct{} // made by Close; closed when no run is active
+	// closing holds runs that have ended but whose logs are still
+	// closing, once a new run took their ID (a resumed snapshot): Close
+	// still waits for them.
+	closing []*Run
+	idle    chan struct{} // made by Close; closed when no run is active
 }
 
 // New validates cfg and returns an engine.
@@ -142,15 +147,22 @@ func leasePlan(ctx context.Context, lease func(context.Context) (*plan.Lease, er
 var ErrRunActive = errors.New("engine: a run with this ID is active")
 
 // register adds r to the active set, or refuses it after Close or when a
-// run with its ID is active.
+// run with its ID has not ended. A run with its ID that has ended (its Wait
+// has returned) while its log is still closing moves to e.closing.
 func (e *Engine) register(r *Run) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return ErrClosed
 	}
-	if _, dup := e.active[r.id]; dup || (e.solo != nil && e.solo.id == r.id) {
-		return ErrRunActive
+	if old := e.lookup(r.id); old != nil {
+		select {
+		case <-old.done:
+		default:
+			return ErrRunActive
+		}
+		e.remove(old)
+		e.closing = append(e.closing, old)
 	}
 	switch {
 	case e.solo == nil:
@@ -163,9 +175,33 @@ func (e *Engine) register(r *Run) error {
 	return nil
 }
 
+// lookup returns the registered run with ID runID, if any. The caller
+// holds e.mu.
+func (e *Engine) lookup(runID id.Run) *Run {
+	if e.solo != nil && e.solo.id == runID {
+		return e.solo
+	}
+	return e.active[runID]
+}
+
+// remove takes r out of the active set, wherever it is. The caller holds
+// e.mu.
+func (e *Engine) remove(r *Run) {
+	switch {
+	case e.solo == r:
+		e.solo = nil
+	case e.active[r.id] == r:
+		delete(e.active, r.id)
+	default:
+		if i := slices.Index(e.closing, r); i >= 0 {
+			e.closing = slices.Delete(e.closing, i, i+1)
+		}
+	}
+}
+
 // activeRuns returns how many runs are active. The caller holds e.mu.
 func (e *Engine) activeRuns() int {
-	n := len(e.active)
+	n := len(e.active) + len(e.closing)
 	if e.solo != nil {
 		n++
 	}
@@ -174,11 +210,7 @@ func (e *Engine) activeRuns() int {
 
 func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
-	if e.solo == r {
-		e.solo = nil
-	} else {
-		delete(e.active, r.id)
-	}
+	e.remove(r)
 	if e.activeRuns() == 0 && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
@@ -213,6 +245,7 @@ func (e *Engine) drain(ctx context.Context, cancel bool) error {
 		for _, r := range e.active {
 			runs = append(runs, r)
 		}
+		runs = append(runs, e.closing...)
 	}
 	e.mu.Unlock()
 	for _, r := range runs {

@@ -259,11 +259,23 @@ func suspendOnFirstModel(f *fixture) func(*engine.Run) {
 // snapshot.
 func suspendedToolRun(t testing.TB) (*fixture, []byte) {
 	t.Helper()
+	return suspendedToolRunWith(t, nil)
+}
+
+// suspendedToolRunWith is suspendedToolRun on an engine config that mutate
+// changes further.
+func suspendedToolRunWith(t testing.TB, mutate func(*engine.Config)) (*fixture, []byte) {
+	t.Helper()
 	a := &asker{}
 	f := newFixture(t, fixtureConfig{
 		tools:  []tool.Tool{a.tool(t)},
 		script: [][]model.Item{callOp("call-1", "ask"), enginetest.Answer("done")},
-		mutate: func(c *engine.Config) { c.Broker = answering("yes") },
+		mutate: func(c *engine.Config) {
+			c.Broker = answering("yes")
+			if mutate != nil {
+				mutate(c)
+			}
+		},
 	})
 	arm := suspendOnFirstModel(f)
 	r, err := f.eng.Start(context.Background(), definition(t, 4), engine.Input{Message: user(t, "hello")})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -243,5 +244,47 @@ func TestK28_InteractionOutlivingItsCallIsEndedByTheEngine(t *testing.T) {
 		k := kinds(evs)
 		require.Equal(t, []string{"tool.started", "interaction.started", "interaction.cancelled", "tool.completed"}, k[4:8])
 		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}
+
+// A suspended run has ended when Wait returns, even while its log is still
+// closing (a best-effort observer draining): resuming its snapshot at once
+// is not refused as a duplicate, and Close still waits for both runs (K27,
+// K29).
+func TestK29_ResumeRightAfterWaitWhileTheOldLogCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		releaseOnce := sync.OnceFunc(func() { close(release) })
+		defer releaseOnce() // also when a check fails: no goroutine stays blocked
+		var blocked atomic.Bool
+		stuck := make(chan struct{})
+		slow := eventlog.ObserverFunc(func(context.Context, eventlog.Event) error {
+			if blocked.CompareAndSwap(false, true) { // the first event only
+				close(stuck)
+				<-release
+			}
+			return nil
+		})
+		f, b := suspendedToolRunWith(t, func(c *engine.Config) {
+			c.BestEffort = []eventlog.Observer{slow}
+			c.FinalizeTimeout = time.Minute
+		})
+		<-stuck // the old run's log cannot finish closing until release
+		f.rec.Hook = nil
+		second, err := f.eng.Resume(context.Background(), b)
+		require.NoError(t, err, "the suspended run has ended: its ID is free")
+		_, err = waitRun(second)
+		require.NoError(t, err)
+
+		closed := make(chan error, 1)
+		go func() { closed <- f.eng.Close(context.Background()) }()
+		synctest.Wait() // everything else is blocked: Close is waiting
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v while a run's observer was still draining", err)
+		default:
+		}
+		releaseOnce()
+		require.NoError(t, <-closed)
 	})
 }
