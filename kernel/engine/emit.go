@@ -50,20 +50,19 @@ func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err 
 }
 
 // observerCtx bounds required observers on the run's ordinary events.
-// A context per append would cost a timer each; instead one deadline is
-// shared and renewed once less than half of FinalizeTimeout is left, so
-// every observer call gets between half and all of FinalizeTimeout. An
-// older context is never cancelled early: it may still be in use by an
-// observer on a tool's goroutine, and its own timer releases it.
+// One bound is shared and renewed once less than half of FinalizeTimeout
+// is left, so every observer call gets between half and all of it. The
+// bound starts when an observer first asks about it (lazyDeadline): one
+// that never looks at its context costs no timer and no clock reading. An
+// older context is never released early: it may still be in use by an
+// observer on a tool's goroutine, and its own timer ends it.
 func (r *Run) observerCtx() context.Context {
 	r.obsMu.Lock()
 	defer r.obsMu.Unlock()
-	now := time.Now()
-	if r.obsCtx == nil || r.obsDeadline.Sub(now) < r.e.cfg.FinalizeTimeout/2 {
-		r.obsDeadline = now.Add(r.e.cfg.FinalizeTimeout)
-		r.obsCtx, r.obsCancel = context.WithDeadline(r.appendCtx, r.obsDeadline)
+	if r.obs == nil || r.obs.spent() {
+		r.obs = newLazyDeadline(r.appendCtx, r.e.cfg.FinalizeTimeout)
 	}
-	return r.obsCtx
+	return r.obs
 }
 
 // loopAppend is append for the loop's own events. Once the clock has
@@ -137,10 +136,11 @@ func (r *Run) finalize(out outcome) {
 	fctx := r.appendCtx
 	if r.e.cfg.observed() {
 		// Only observers can block finalization; the lease bounds its
-		// own release.
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(fctx, r.e.cfg.FinalizeTimeout)
-		defer cancel()
+		// own release. The bound covers all of finalization, from now.
+		bound := newLazyDeadline(fctx, r.e.cfg.FinalizeTimeout)
+		bound.start()
+		defer bound.release()
+		fctx = bound
 	}
 	var finErr error
 	for len(r.open) > 0 {
@@ -183,8 +183,8 @@ func (r *Run) finalize(out outcome) {
 	}
 	r.cancel()
 	r.obsMu.Lock()
-	if r.obsCancel != nil {
-		r.obsCancel()
+	if r.obs != nil {
+		r.obs.release()
 	}
 	r.obsMu.Unlock()
 	// Ended before the log closes: best-effort observers still draining

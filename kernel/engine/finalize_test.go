@@ -212,6 +212,32 @@ func TestK26_BlockingObserverBoundedByFinalizeTimeout(t *testing.T) {
 	})
 }
 
+// TestK26_FinalizationBoundCoversTimeBeforeWaiting: the finalization
+// bound starts with finalization, not when an observer first waits on its
+// context, so time an observer spends first counts against it.
+func TestK26_FinalizationBoundCoversTimeBeforeWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 2 * time.Second
+		f := newFixture(t, fixtureConfig{
+			script: [][]model.Item{enginetest.Answer("Hi")},
+			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+		})
+		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+			if e.Kind() == "run.completed" {
+				time.Sleep(1500 * time.Millisecond) // busy, not looking
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}
+		start := time.Now()
+		_, _, err := f.run(t, 4)
+		require.Equal(t, bound, time.Since(start), "finalization took exactly its bound")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}
+
 func TestK16_ObserverFailureMidRunReportedLater(t *testing.T) {
 	// For each sequence k of a text run before its terminal, the observer
 	// fails on k: k keeps its event, and the failure is reported by the
@@ -324,36 +350,49 @@ func TestK17_BestEffortObserverNeverBlocksRun(t *testing.T) {
 // TestK17_RequiredObserverBoundOnOrdinaryEvents: a required observer may
 // block an ordinary (non-terminal) event, but only for a bound between half
 // and all of FinalizeTimeout, however many events came before it; then the
-// run fails with observer_failed and its terminals are still written.
+// run fails with observer_failed and its terminals are still written. The
+// shared bound starts when an observer first asks about it and is renewed
+// once less than half of it is left.
 func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const bound = 2 * time.Second
-		f := newFixture(t, fixtureConfig{
-			script: [][]model.Item{enginetest.Answer("Hi")},
-			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
-		})
-		var blockedFor time.Duration
-		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
-			switch e.Kind() {
-			case "turn.started":
-				// Time passes between events: the shared bound is
-				// renewed once less than half of it is left.
-				time.Sleep(1500 * time.Millisecond)
-			case "model.started":
-				start := time.Now()
-				<-ctx.Done() // blocks until its context ends
-				blockedFor = time.Since(start)
-				return ctx.Err()
-			}
-			return nil
+	for _, early := range []bool{true, false} {
+		name := "bound started by an earlier event"
+		if !early {
+			name = "bound never asked about before"
 		}
-		_, res, err := f.run(t, 4)
-		require.GreaterOrEqual(t, blockedFor, bound/2)
-		require.LessOrEqual(t, blockedFor, bound)
-		require.Equal(t, engine.Failed, res.Status)
-		require.Equal(t, engine.CodeObserverFailed, res.Problem.Code())
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Equal(t, []string{"run.started", "turn.started", "model.started", "model.failed", "turn.failed", "run.failed"}, f.rec.Kinds())
-		require.NoError(t, f.eng.Close(context.Background()))
-	})
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const bound = 2 * time.Second
+				f := newFixture(t, fixtureConfig{
+					script: [][]model.Item{enginetest.Answer("Hi")},
+					mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+				})
+				var blockedFor time.Duration
+				f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+					switch e.Kind() {
+					case "turn.started":
+						if early {
+							_, _ = ctx.Deadline() // starts the shared bound
+						}
+						// Time passes between events: without a renewal
+						// only a quarter of the bound would be left.
+						time.Sleep(1500 * time.Millisecond)
+					case "model.started":
+						start := time.Now()
+						<-ctx.Done() // blocks until its context ends
+						blockedFor = time.Since(start)
+						return ctx.Err()
+					}
+					return nil
+				}
+				_, res, err := f.run(t, 4)
+				require.GreaterOrEqual(t, blockedFor, bound/2)
+				require.LessOrEqual(t, blockedFor, bound)
+				require.Equal(t, engine.Failed, res.Status)
+				require.Equal(t, engine.CodeObserverFailed, res.Problem.Code())
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Equal(t, []string{"run.started", "turn.started", "model.started", "model.failed", "turn.failed", "run.failed"}, f.rec.Kinds())
+				require.NoError(t, f.eng.Close(context.Background()))
+			})
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -75,10 +74,8 @@ type Run struct {
 	// fingerprint is the leased plan's fingerprint in hex, for run.started.
 	fingerprint string
 
-	obsMu       sync.Mutex // guards the shared required-observer bound
-	obsCtx      context.Context
-	obsCancel   context.CancelFunc
-	obsDeadline time.Time
+	obsMu sync.Mutex    // guards obs
+	obs   *lazyDeadline // the shared required-observer bound
 
 	suspend atomic.Bool
 	// clockBroken records that the injected clock panicked; the loop's

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type ctxKey struct{}
+
+func TestLazyDeadlineStartsWhenFirstAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent := context.WithValue(context.Background(), ctxKey{}, "v")
+		c := newLazyDeadline(parent, time.Second)
+		require.Equal(t, "v", c.Value(ctxKey{}))
+
+		time.Sleep(time.Hour) // nobody asked: the bound has not started
+		require.NoError(t, c.Err())
+		require.False(t, c.spent())
+
+		start := time.Now()
+		d, ok := c.Deadline()
+		require.True(t, ok)
+		require.Equal(t, start.Add(time.Second), d)
+		<-c.Done()
+		require.Equal(t, time.Second, time.Since(start))
+		require.ErrorIs(t, c.Err(), context.DeadlineExceeded)
+
+		c.release() // after the deadline: the error stays
+		require.ErrorIs(t, c.Err(), context.DeadlineExceeded)
+	})
+}
+
+func TestLazyDeadlineErrAndDoneAgree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newLazyDeadline(context.Background(), time.Second)
+		c.start()
+		require.NoError(t, c.Err())
+		time.Sleep(600 * time.Millisecond)
+		require.True(t, c.spent(), "less than half left")
+		time.Sleep(400 * time.Millisecond)
+		// Past the deadline with no timer yet: Err ends it, and Done is
+		// then closed.
+		require.ErrorIs(t, c.Err(), context.DeadlineExceeded)
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("Err reported an end that Done did not")
+		}
+	})
+}
+
+func TestLazyDeadlineReleaseCancels(t *testing.T) {
+	t.Run("unasked", func(t *testing.T) {
+		c := newLazyDeadline(context.Background(), time.Hour)
+		c.release()
+		require.ErrorIs(t, c.Err(), context.Canceled)
+		<-c.Done()
+	})
+	t.Run("waiting", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newLazyDeadline(context.Background(), time.Hour)
+			child, cancel := context.WithCancel(c) // propagates through Done
+			defer cancel()
+			done := c.Done()
+			c.release()
+			<-done
+			<-child.Done()
+			require.ErrorIs(t, c.Err(), context.Canceled)
+			require.ErrorIs(t, child.Err(), context.Canceled)
+			synctest.Wait()
+		})
+	})
+}
