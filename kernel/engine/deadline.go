@@ -13,10 +13,10 @@ import (
 // are mostly fast and never look at their context, and a timer per run, or
 // a clock reading per event, was most of what a required observer cost.
 //
-// Its parent is never cancelled (a run's append context), so only the
+// Its base context is never cancelled (a run's append context), so only the
 // deadline and release end it.
 type lazyDeadline struct {
-	parent context.Context
+	base context.Context
 	d      time.Duration
 	armed  atomic.Bool // the deadline is set
 
@@ -28,8 +28,8 @@ type lazyDeadline struct {
 	released bool
 }
 
-func newLazyDeadline(parent context.Context, d time.Duration) *lazyDeadline {
-	return &lazyDeadline{parent: parent, d: d}
+func newLazyDeadline(base context.Context, d time.Duration) *lazyDeadline {
+	return &lazyDeadline{base: base, d: d}
 }
 
 // start sets the deadline now, for a bound on a whole stretch of work
@@ -99,7 +99,7 @@ func (c *lazyDeadline) Err() error {
 	return c.err
 }
 
-func (c *lazyDeadline) Value(key any) any { return c.parent.Value(key) }
+func (c *lazyDeadline) Value(key any) any { return c.base.Value(key) }
 
 // end closes done with err, once. The caller holds c.mu.
 func (c *lazyDeadline) end(err error) {

@@ -13,8 +13,8 @@ type ctxKey struct{}
 
 func TestLazyDeadlineStartsWhenFirstAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parent := context.WithValue(context.Background(), ctxKey{}, "v")
-		c := newLazyDeadline(parent, time.Second)
+		base := context.WithValue(context.Background(), ctxKey{}, "v")
+		c := newLazyDeadline(base, time.Second)
 		require.Equal(t, "v", c.Value(ctxKey{}))
 
 		time.Sleep(time.Hour) // nobody asked: the bound has not started
@@ -63,14 +63,14 @@ func TestLazyDeadlineReleaseCancels(t *testing.T) {
 	t.Run("waiting", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := newLazyDeadline(context.Background(), time.Hour)
-			child, cancel := context.WithCancel(c) // propagates through Done
+			derived, cancel := context.WithCancel(c) // propagates through Done
 			defer cancel()
 			done := c.Done()
 			c.release()
 			<-done
-			<-child.Done()
+			<-derived.Done()
 			require.ErrorIs(t, c.Err(), context.Canceled)
-			require.ErrorIs(t, child.Err(), context.Canceled)
+			require.ErrorIs(t, derived.Err(), context.Canceled)
 			synctest.Wait()
 		})
 	})
