@@ -16,9 +16,9 @@ import (
 // Its base context is never cancelled (a run's append context), so only the
 // deadline and release end it.
 type lazyDeadline struct {
-	base context.Context
-	d      time.Duration
-	armed  atomic.Bool // the deadline is set
+	base  context.Context
+	d     time.Duration
+	armed atomic.Bool // the deadline is set
 
 	mu       sync.Mutex
 	deadline time.Time

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -206,11 +207,7 @@ func (e *Engine) planParts(p plan.Plan) *planParts {
 	if c := e.lastPlan.Load(); c != nil && c.plan == p {
 		return c
 	}
-	tools := make([]tool.Definition, 0, p.Len())
-	for d := range p.Definitions() {
-		tools = append(tools, d)
-	}
-	c := planParts{plan: p, tools: tools, fingerprint: p.Fingerprint().String()}
+	c := planParts{plan: p, tools: definitions(p), fingerprint: p.Fingerprint().String()}
 	// The first plan is kept in the engine itself, written once before it
 	// is published: most engines only ever see one plan.
 	if e.firstPlanSet.CompareAndSwap(false, true) {
@@ -222,6 +219,17 @@ func (e *Engine) planParts(p plan.Plan) *planParts {
 	*pc = c
 	e.lastPlan.Store(pc)
 	return pc
+}
+
+// definitions returns p's definitions as a slice, nil for a plan without
+// tools. Only a plan with tools pays for ranging over its iterator, whose
+// state moves to the heap.
+func definitions(p plan.Plan) []tool.Definition {
+	n := p.Len()
+	if n == 0 {
+		return nil
+	}
+	return slices.AppendSeq(make([]tool.Definition, 0, n), p.Definitions())
 }
 
 // A run log's first room, in events: the engine's last run's count,
