@@ -51,12 +51,17 @@ const (
 // Config holds every part the engine uses. There is no registry: what the
 // engine needs is a field here (K21).
 type Config struct {
-	Provider model.Provider      // required
-	Plans    plan.Source         // required
-	IDs      id.Source           // required
-	Clock    Clock               // required
-	Broker   interaction.Broker  // optional: without it every question fails
-	Required []eventlog.Observer // told in order after each local commit; may block
+	Provider model.Provider     // required
+	Plans    plan.Source        // required
+	IDs      id.Source          // required
+	Clock    Clock              // required
+	Broker   interaction.Broker // optional: without it every question fails
+	// Required observers are told in order after each local commit and
+	// may block (K17), within a bound between half and all of
+	// FinalizeTimeout that starts when an observer first asks its context
+	// for its deadline or Done channel: an observer that never looks at
+	// its context costs the run no timer and no clock reading.
+	Required []eventlog.Observer
 	// BestEffort observers are told after the required ones accepted,
 	// through bounded mailboxes; they never block a run.
 	BestEffort []eventlog.Observer
