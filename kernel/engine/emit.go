@@ -32,10 +32,13 @@ type lifecycle struct {
 	op       id.Operation
 }
 
-// openTool is the call and definition of the open tool operation.
+// openTool is what closing needs of the open tool operation: its call's
+// ID and name, and its tool's effect. It is kept this small because every
+// run carries one.
 type openTool struct {
-	call tool.Call
-	def  tool.Definition
+	callID id.Call
+	name   string
+	effect tool.Effect
 }
 
 // append commits one event. Appends never use the caller's cancellation:
@@ -231,14 +234,14 @@ func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
 		// The call may have run: for a mutating tool its effect is unknown.
 		tc := r.openCall
 		o := tool.Definitive
-		if tc.def.Effect() == tool.Mutating {
+		if tc.effect == tool.Mutating {
 			o = tool.Uncertain
 			r.st.uncertain = true
 		}
 		if cancelled {
-			return event.ToolCancelled{OperationID: lc.op, CallID: tc.call.ID(), Name: tc.call.Name(), Outcome: o.String()}
+			return event.ToolCancelled{OperationID: lc.op, CallID: tc.callID, Name: tc.name, Outcome: o.String()}
 		}
-		return event.ToolFailed{OperationID: lc.op, CallID: tc.call.ID(), Name: tc.call.Name(),
+		return event.ToolFailed{OperationID: lc.op, CallID: tc.callID, Name: tc.name,
 			Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: p}
 	}
 }

@@ -263,7 +263,7 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 	}
 	def, known := r.plan.Lookup(call.Name())
 	lc := lifecycle{kind: lifeTool, turn: turnID, op: opID}
-	r.openCall = openTool{call: call, def: def} // read only while lc is open
+	r.openCall = openTool{callID: call.ID(), name: call.Name(), effect: def.Effect()} // read only while lc is open
 	started := event.ToolStarted{TurnID: turnID, OperationID: opID, CallID: call.ID(), Name: call.Name()}
 	if known {
 		started.Effect, started.Replay = def.Effect().String(), def.Replay().String()
