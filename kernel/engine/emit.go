@@ -68,6 +68,22 @@ func (r *Run) observerCtx() context.Context {
 	return r.obs
 }
 
+// finalBound returns the bound of finalization, started now: the shared
+// observer bound when no observer has asked about it yet (nobody holds a
+// deadline of it that starting it now could shorten), else a new one, and
+// then also the shared bound it replaced, for the caller to release once
+// finalization is over.
+func (r *Run) finalBound() (bound, last *lazyDeadline) {
+	r.obsMu.Lock()
+	defer r.obsMu.Unlock()
+	if r.obs == nil || r.obs.armed.Load() {
+		last = r.obs
+		r.obs = newLazyDeadline(r.appendCtx, r.e.cfg.FinalizeTimeout)
+	}
+	r.obs.start()
+	return r.obs, last
+}
+
 // loopAppend is append for the loop's own events. Once the clock has
 // panicked it reports the contained panic, so that the run fails at once
 // while its terminals are still written, with the zero Unix time.
@@ -139,10 +155,13 @@ func (r *Run) finalize(out outcome) {
 	fctx := r.appendCtx
 	if r.e.cfg.observed() {
 		// Only observers can block finalization; the lease bounds its
-		// own release. The bound covers all of finalization, from now.
-		bound := newLazyDeadline(fctx, r.e.cfg.FinalizeTimeout)
-		bound.start()
+		// own release. The bound covers all of finalization, from now,
+		// and is released once the log has closed.
+		bound, last := r.finalBound()
 		defer bound.release()
+		if last != nil {
+			defer last.release()
+		}
 		fctx = bound
 	}
 	var finErr error
@@ -185,11 +204,6 @@ func (r *Run) finalize(out outcome) {
 		r.err = &DurabilityError{Seq: seq, Outcome: r.err, Err: durable}
 	}
 	r.cancel()
-	r.obsMu.Lock()
-	if r.obs != nil {
-		r.obs.release()
-	}
-	r.obsMu.Unlock()
 	// Ended before the log closes: best-effort observers still draining
 	// never hold up Wait (K17). Closed before unregistered: once Close or
 	// Shutdown returns, every run it waited for has ended and its

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -236,6 +237,37 @@ func TestK26_FinalizationBoundCoversTimeBeforeWaiting(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NoError(t, f.eng.Close(context.Background()))
 	})
+}
+
+// TestK17_ObserverContextEndsWithTheRun: a context a required observer kept
+// from an ordinary event ends, cancelled, once the run has ended, whether
+// the observer had started its bound (asked for Done) or not.
+func TestK17_ObserverContextEndsWithTheRun(t *testing.T) {
+	for _, asked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("asked=%v", asked), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, fixtureConfig{
+					script: [][]model.Item{enginetest.Answer("Hi")},
+					mutate: func(c *engine.Config) { c.FinalizeTimeout = engine.MaxFinalizeTimeout },
+				})
+				var kept context.Context
+				f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+					if e.Kind() == "run.started" {
+						kept = ctx
+						if asked {
+							_ = ctx.Done()
+						}
+					}
+					return nil
+				}
+				_, _, err := f.run(t, 4)
+				require.NoError(t, err)
+				require.NoError(t, f.eng.Close(context.Background()))
+				require.ErrorIs(t, kept.Err(), context.Canceled, "ended with the run, not at its deadline")
+				<-kept.Done()
+			})
+		})
+	}
 }
 
 func TestK16_ObserverFailureMidRunReportedLater(t *testing.T) {
