@@ -180,63 +180,46 @@ func TestK26_FinalizationIgnoresCallerCancellation(t *testing.T) {
 	require.NoError(t, f.eng.Close(context.Background()))
 }
 
+// TestK26_BlockingObserverBoundedByFinalizeTimeout: an observer that blocks
+// the terminal holds Wait for exactly the finalization bound, which starts
+// with finalization, not when the observer first waits on its context: time
+// it spends first counts against the bound.
 func TestK26_BlockingObserverBoundedByFinalizeTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const bound = 2 * time.Second
-		f := newFixture(t, fixtureConfig{
-			script: [][]model.Item{enginetest.Answer("Hi")},
-			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+	for _, busy := range []time.Duration{0, 1500 * time.Millisecond} {
+		t.Run("busy "+busy.String()+" before waiting", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const bound = 2 * time.Second
+				f := newFixture(t, fixtureConfig{
+					script: [][]model.Item{enginetest.Answer("Hi")},
+					mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+				})
+				f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+					if e.Kind() == "run.completed" {
+						time.Sleep(busy) // not looking at its context
+						<-ctx.Done()     // blocks forever unless its context ends
+						return ctx.Err()
+					}
+					return nil
+				}
+
+				start := time.Now()
+				r, res, err := f.run(t, 4)
+				require.Equal(t, bound, time.Since(start), "Wait returned after exactly the finalization bound")
+
+				var de *engine.DurabilityError
+				require.ErrorAs(t, err, &de)
+				require.Equal(t, uint64(7), de.Seq)
+				require.NoError(t, de.Outcome)
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Equal(t, engine.Completed, res.Status)
+
+				evs := events(t, r)
+				require.Equal(t, textRunKinds, kinds(evs))
+				requireWellFormed(t, evs)
+				require.NoError(t, f.eng.Close(context.Background()))
+			})
 		})
-		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
-			if e.Kind() == "run.completed" {
-				<-ctx.Done() // blocks forever unless its context ends
-				return ctx.Err()
-			}
-			return nil
-		}
-
-		start := time.Now()
-		r, res, err := f.run(t, 4)
-		require.Equal(t, bound, time.Since(start), "Wait returned after exactly the finalization bound")
-
-		var de *engine.DurabilityError
-		require.ErrorAs(t, err, &de)
-		require.Equal(t, uint64(7), de.Seq)
-		require.NoError(t, de.Outcome)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Equal(t, engine.Completed, res.Status)
-
-		evs := events(t, r)
-		require.Equal(t, textRunKinds, kinds(evs))
-		requireWellFormed(t, evs)
-		require.NoError(t, f.eng.Close(context.Background()))
-	})
-}
-
-// TestK26_FinalizationBoundCoversTimeBeforeWaiting: the finalization
-// bound starts with finalization, not when an observer first waits on its
-// context, so time an observer spends first counts against it.
-func TestK26_FinalizationBoundCoversTimeBeforeWaiting(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const bound = 2 * time.Second
-		f := newFixture(t, fixtureConfig{
-			script: [][]model.Item{enginetest.Answer("Hi")},
-			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
-		})
-		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
-			if e.Kind() == "run.completed" {
-				time.Sleep(1500 * time.Millisecond) // busy, not looking
-				<-ctx.Done()
-				return ctx.Err()
-			}
-			return nil
-		}
-		start := time.Now()
-		_, _, err := f.run(t, 4)
-		require.Equal(t, bound, time.Since(start), "finalization took exactly its bound")
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.NoError(t, f.eng.Close(context.Background()))
-	})
+	}
 }
 
 // TestK17_ObserverContextEndsWithTheRun: a context a required observer kept
