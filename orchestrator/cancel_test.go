@@ -2,7 +2,9 @@ package orchestrator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
@@ -135,4 +139,102 @@ func TestO6_CancelCancelsTheActiveRun(t *testing.T) {
 			require.Equal(t, err, err2)
 		})
 	}
+}
+
+// cancelOnSecondLease cancels the caller's context while the second run's
+// plan lease is taken: inside worker.Run, after the pair last checked for a
+// stop and before the run is registered with its engine.
+type cancelOnSecondLease struct {
+	plan.Source
+	n      atomic.Int32
+	cancel context.CancelFunc
+}
+
+func (s *cancelOnSecondLease) LeaseExact(ctx context.Context, planID plan.ID) (*plan.Lease, error) {
+	if s.n.Add(1) == 2 {
+		s.cancel()
+	}
+	return s.Source.LeaseExact(ctx, planID)
+}
+
+// TestO6_CallerCancelDuringRunSetupStartsNoModelOperation: once the
+// caller's cancel has returned, no model operation starts, even when it
+// lands while the next run is being set up.
+func TestO6_CallerCancelDuringRunSetupStartsNoModelOperation(t *testing.T) {
+	h := newHarness(t, orchestrator.Relay, script{enginetest.Answer("Draft.")}, script{enginetest.Answer("Final.")})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.cfg.Plans = &cancelOnSecondLease{Source: h.memory, cancel: cancel}
+	p, err := orchestrator.Run(ctx, h.cfg)
+	require.NoError(t, err)
+	res, err := p.Wait(context.Background())
+	require.ErrorIs(t, err, orchestrator.ErrCancelled)
+	require.Equal(t, orchestrator.ReasonCancelled, res.Reason)
+	require.Zero(t, h.second.Calls(), "the second worker's model was called after the cancel")
+	require.Zero(t, h.memory.Stats().Outstanding, "every lease released")
+}
+
+// ctxProvider records what its context tells a model operation, and with
+// block streams nothing until that context ends.
+type ctxProvider struct {
+	*enginetest.Provider
+	block    bool
+	started  chan struct{}
+	deadline time.Time
+	hasDL    bool
+	value    any
+	cause    error
+}
+
+type ctxKey struct{}
+
+func (p *ctxProvider) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	p.deadline, p.hasDL = ctx.Deadline()
+	p.value = ctx.Value(ctxKey{})
+	if p.block {
+		close(p.started)
+		<-ctx.Done()
+		p.cause = context.Cause(ctx)
+		return nil, ctx.Err()
+	}
+	return p.Provider.Stream(ctx, req)
+}
+
+// TestO6_RunsLiveUnderTheCallersContext: a run's model operations see the
+// caller's deadline and values, so providers and tools can fit their own
+// timeouts to it, and the caller's cancellation reaches them with its
+// cause.
+func TestO6_RunsLiveUnderTheCallersContext(t *testing.T) {
+	t.Run("deadline and values", func(t *testing.T) {
+		h := newHarness(t, orchestrator.Relay, script{enginetest.Answer("Draft.")}, script{enginetest.Answer("Final.")})
+		cp := &ctxProvider{Provider: h.first}
+		h.cfg.First.Engine.Provider = cp
+		deadline := time.Now().Add(time.Hour)
+		ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "host"), deadline)
+		defer cancel()
+		p, err := orchestrator.Run(ctx, h.cfg)
+		require.NoError(t, err)
+		_, err = p.Wait(context.Background())
+		require.NoError(t, err)
+		require.True(t, cp.hasDL, "the caller's deadline reached the model operation")
+		require.True(t, cp.deadline.Equal(deadline))
+		require.Equal(t, "host", cp.value)
+	})
+	t.Run("cancellation cause", func(t *testing.T) {
+		h := newHarness(t, orchestrator.Relay, nil, script{enginetest.Answer("never")})
+		cp := &ctxProvider{block: true, started: make(chan struct{})}
+		h.cfg.First.Engine.Provider = cp
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		p, err := orchestrator.Start(ctx, h.cfg)
+		require.NoError(t, err)
+		<-cp.started
+		errShutdown := errors.New("host shutting down")
+		cancel(errShutdown)
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer wcancel()
+		_, err = p.Wait(wctx)
+		require.ErrorIs(t, err, orchestrator.ErrCancelled)
+		require.ErrorIs(t, cp.cause, errShutdown)
+	})
 }

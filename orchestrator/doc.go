@@ -30,12 +30,12 @@
 // engine; AfterRun copies a run's events as soon as it ends, which keeps the
 // engines free of observers. Both write the same timeline.
 //
-// Runs get the caller's context without its cancellation: a stop (Cancel,
-// a budget, or the end of the caller's context, watched with
-// context.AfterFunc) shuts both workers' engines down, which cancels the
-// active run (K24) and refuses any later one. A run's context then never
-// hangs off a cancellable context of the pair's, which would cost every run
-// a registration with it.
+// Every run lives under the caller's context, so it sees the caller's
+// deadline and values, and the caller's cancellation cancels it at once. The
+// pair's own stops (Cancel, a budget) shut both workers' engines down,
+// which cancels the active run (K24) and refuses any later one: a run's
+// context never hangs off a cancellable context of the pair's, which would
+// cost every run a registration with it.
 //
 // Run plays the whole pair on the calling goroutine, each worker run with
 // engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on

@@ -25,15 +25,13 @@ type Pair struct {
 	plan    plan.Plan
 	log     *eventlog.Log // the pair timeline
 
-	// caller is the caller's context: its end stops the pair (O6).
+	// caller is the caller's context, which every run gets as is: its end
+	// cancels the active run and stops the pair (O6), and runs see its
+	// deadline and values. The pair's own stops cancel the active run
+	// through its worker's engine (stop), so a run's context never hangs
+	// off a cancellable context of the pair's, which would cost every run
+	// a registration with it.
 	caller context.Context
-	// runCtx is what runs get: the caller's values without its
-	// cancellation. A stop cancels the active run through its worker's
-	// engine (stop), so a run's context never hangs off a cancellable
-	// parent, which would cost every run a registration with it.
-	runCtx context.Context
-	// unwatch stops watching the caller's context; nil if it cannot end.
-	unwatch func() bool
 	// appendCtx is the caller's context without its cancellation: pair
 	// events the pair decided to write are written even after a cancel.
 	appendCtx context.Context
@@ -111,16 +109,12 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, err
 	}
 	p.observed = len(cfg.Timeline.Required)+len(cfg.Timeline.BestEffort) > 0
-	p.caller, p.runCtx = ctx, ctx
-	if ctx.Done() != nil {
-		p.runCtx = context.WithoutCancel(ctx)
-		p.unwatch = context.AfterFunc(ctx, func() { p.stop(stopCancelled) })
-	}
+	p.caller = ctx
 	// Only observers read the append context, and a lease's release only
 	// its cancellation: without observers, Background does the same.
 	p.appendCtx = context.Background()
 	if p.observed {
-		p.appendCtx = p.runCtx
+		p.appendCtx = context.WithoutCancel(ctx)
 	}
 	if d := n.Budget.WallTime; d > 0 {
 		p.wall = time.AfterFunc(d, func() { p.stop(stopWallTime) })
@@ -272,9 +266,6 @@ func (p *Pair) finish(out outcome) {
 	p.err = out.error()
 	if terr != nil {
 		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
-	}
-	if p.unwatch != nil {
-		p.unwatch()
 	}
 	close(p.done)
 }

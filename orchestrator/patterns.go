@@ -90,7 +90,7 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 		return finished{}, out, false
 	}
 	worker := p.workers[w]
-	r, err := worker.Run(p.runCtx, engine.Input{Message: msg, Plan: p.plan.ID()})
+	r, err := worker.Run(p.caller, engine.Input{Message: msg, Plan: p.plan.ID()})
 	if err != nil {
 		// No run started: errors before a run's lease leave no trace.
 		if out, stopped := p.interrupted(); stopped {

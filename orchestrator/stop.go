@@ -17,7 +17,8 @@ const (
 // stop records s unless the pair was already stopped, and shuts both
 // workers' engines down: that cancels the active run (K24) and refuses
 // any later one, so the pair starts no further run (O6). A caller's
-// cancellation that came first wins.
+// cancellation that came first wins; it needs no stop, since every run
+// lives under the caller's context.
 func (p *Pair) stop(s stopCode) {
 	if p.caller.Err() != nil {
 		s = stopCancelled

@@ -59,8 +59,8 @@ type Config struct {
 	// Required observers are told in order after each local commit and
 	// may block (K17), within a bound between half and all of
 	// FinalizeTimeout that starts when an observer first asks its context
-	// for its deadline or Done channel: an observer that never looks at
-	// its context costs the run no timer and no clock reading.
+	// about it (Deadline, Done or Err): an observer that never looks at its
+	// context costs the run no timer and no clock reading.
 	Required []eventlog.Observer
 	// BestEffort observers are told after the required ones accepted,
 	// through bounded mailboxes; they never block a run.

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// lazyDeadline is a context that ends d after it is first asked about its
-// deadline (Deadline or Done) or started, or when released. Until then it costs no
+// lazyDeadline is a context that ends d after it is first asked about
+// (Deadline, Done or Err) or started, or when released. Until then it costs no
 // clock reading and no timer: the observers that bound it by FinalizeTimeout
 // are mostly fast and never look at their context, and a timer per run, or
 // a clock reading per event, was most of what a required observer cost.
@@ -84,8 +84,9 @@ func (c *lazyDeadline) Done() <-chan struct{} {
 	return c.done
 }
 
-// Err is nil until the context has ended; once it is not, Done is closed.
-// An unarmed context has not ended: its deadline is still d away.
+// Err sets the deadline on first use, like Deadline and Done, so that an
+// observer that only polls Err is bounded too. It is nil until the context
+// has ended; once it is not, Done is closed.
 func (c *lazyDeadline) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -93,7 +94,9 @@ func (c *lazyDeadline) Err() error {
 	case c.err != nil:
 	case c.released:
 		c.end(context.Canceled)
-	case c.armed.Load() && !time.Now().Before(c.deadline):
+	case !c.armed.Load():
+		c.arm() // the bound starts now: d is left
+	case !time.Now().Before(c.deadline):
 		c.end(context.DeadlineExceeded)
 	}
 	return c.err

@@ -222,6 +222,37 @@ func TestK26_BlockingObserverBoundedByFinalizeTimeout(t *testing.T) {
 	}
 }
 
+// TestK17_ObserverPollingErrIsBounded: an observer that only polls its
+// context's Err, never waiting on Done, is bounded too.
+func TestK17_ObserverPollingErrIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 2 * time.Second
+		f := newFixture(t, fixtureConfig{
+			script: [][]model.Item{enginetest.Answer("Hi")},
+			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
+		})
+		var pollingFor time.Duration
+		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+			if e.Kind() != "model.started" {
+				return nil
+			}
+			start := time.Now()
+			// Gives up by itself long after the bound, so that an
+			// unbounded context fails the test instead of hanging it.
+			for ctx.Err() == nil && time.Since(start) < 10*bound {
+				time.Sleep(100 * time.Millisecond) // retrying something
+			}
+			pollingFor = time.Since(start)
+			return ctx.Err()
+		}
+		_, res, err := f.run(t, 4)
+		require.Equal(t, bound, pollingFor)
+		require.Equal(t, engine.CodeObserverFailed, res.Problem.Code())
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}
+
 // TestK17_ObserverContextEndsWithTheRun: a context a required observer kept
 // from an ordinary event ends, cancelled, once the run has ended, whether
 // the observer had started its bound (asked for Done) or not.
