@@ -320,14 +320,20 @@ func (t TimelineConfig) logConfig() eventlog.Config {
 		Required:      t.Required,
 		BestEffort:    t.BestEffort,
 		Mailbox:       t.Mailbox,
-		Capacity:      timelineCapacity,
 	}
 }
 
-// timelineCapacity is room for a relay of two short runs: the pair's own
-// three events and two runs of a few turns each, so that the common pair
-// never grows its timeline. Longer pairs grow it as needed.
-const timelineCapacity = 32
+// timelineCapacity is the room a pair's timeline starts with
+// (eventlog.Config.Capacity): for a relay, its own three events and two
+// text runs of seven events each, with a little to spare; for a review
+// loop, a round more. Longer pairs grow it as needed. An unused slot costs
+// its 48 bytes on every pair, so the room is not rounded up further.
+func timelineCapacity(p Pattern) int {
+	if p == Relay {
+		return 20
+	}
+	return 32
+}
 
 // sameSource compares two sources without panicking on a source whose
 // dynamic type is not comparable.

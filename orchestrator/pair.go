@@ -103,6 +103,7 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 	}
 	p.plan = p.lease.Plan()
 	lc := cfg.Timeline.logConfig()
+	lc.Capacity = timelineCapacity(n.Pattern)
 	lc.Name = cfg.ID // so observers shared by many logs (a store) file it under the pair
 	if p.log, err = eventlog.New(lc); err != nil {
 		p.releaseLease()

@@ -99,12 +99,8 @@ type Log struct {
 	// pub serializes commit plus publication when there are observers, so
 	// every observer sees sequences in order; it is a channel so that a
 	// waiting appender can give up on its context.
-	pub        chan struct{}
-	bestEffort []*mailbox
-	stop       chan struct{} // closed by Close: best-effort goroutines drain and exit
-	stopOnce   sync.Once
-	obsCtx     context.Context // given to best-effort observers; Close cancels it
-	obsCancel  context.CancelFunc
+	pub chan struct{}
+	be  *bestEffort // nil without best-effort observers
 
 	mu     sync.Mutex
 	ring   []entry // retained events, oldest at head, grown up to MaxEvents
@@ -142,11 +138,14 @@ func New(cfg Config) (*Log, error) {
 	if len(cfg.BestEffort) == 0 {
 		return l, nil
 	}
-	l.stop = make(chan struct{})
-	l.obsCtx, l.obsCancel = context.WithCancel(context.Background())
+	be := &bestEffort{stop: make(chan struct{})}
+	be.ctx, be.cancel = context.WithCancel(context.Background())
 	for _, o := range cfg.BestEffort {
 		m := &mailbox{o: o, events: make(chan Event, cfg.Mailbox), done: make(chan struct{})}
-		l.bestEffort = append(l.bestEffort, m)
+		be.mailboxes = append(be.mailboxes, m)
+	}
+	l.be = be
+	for _, m := range be.mailboxes {
 		go m.run(l)
 	}
 	return l, nil
@@ -335,11 +334,12 @@ func (l *Log) Close(ctx context.Context) error {
 	if err == nil {
 		<-l.pub
 	}
-	if len(l.bestEffort) == 0 {
+	be := l.be
+	if be == nil {
 		return err
 	}
-	l.stopOnce.Do(func() { close(l.stop) })
-	for _, m := range l.bestEffort {
+	be.stopOnce.Do(func() { close(be.stop) })
+	for _, m := range be.mailboxes {
 		if err != nil {
 			break
 		}
@@ -349,7 +349,7 @@ func (l *Log) Close(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	l.obsCancel()
+	be.cancel()
 	return err
 }
 

@@ -1,6 +1,9 @@
 package eventlog
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Observer is told about committed events.
 //
@@ -41,14 +44,28 @@ func (l *Log) publish(ctx context.Context, e Event) error {
 			l.observerFailures.Add(1)
 			// Best-effort observers never get an event a required one
 			// refused (K17); for them it is dropped, and counted (K20).
-			l.bestEffortDrops.Add(uint64(len(l.bestEffort)))
+			if l.be != nil {
+				l.bestEffortDrops.Add(uint64(len(l.be.mailboxes)))
+			}
 			return &ObserverError{Seq: e.Seq(), Observer: i, Err: err}
 		}
 	}
-	for _, m := range l.bestEffort {
-		m.offer(l, e)
+	if l.be != nil {
+		for _, m := range l.be.mailboxes {
+			m.offer(l, e)
+		}
 	}
 	return nil
+}
+
+// bestEffort is what a log with best-effort observers has besides: their
+// mailboxes and what stops them. A log without them does not carry it.
+type bestEffort struct {
+	mailboxes []*mailbox
+	stop      chan struct{} // closed by Close: the goroutines drain and exit
+	stopOnce  sync.Once
+	ctx       context.Context // given to the observers; Close cancels it
+	cancel    context.CancelFunc
 }
 
 // mailbox is one best-effort observer's bounded queue and goroutine.
@@ -61,7 +78,7 @@ type mailbox struct {
 // offer queues e or counts it as dropped; it never blocks.
 func (m *mailbox) offer(l *Log, e Event) {
 	select {
-	case <-l.stop: // only after a Close that gave up waiting for this append
+	case <-l.be.stop: // only after a Close that gave up waiting for this append
 		l.bestEffortDrops.Add(1)
 		return
 	default:
@@ -79,7 +96,7 @@ func (m *mailbox) run(l *Log) {
 		select {
 		case e := <-m.events:
 			m.deliver(l, e)
-		case <-l.stop:
+		case <-l.be.stop:
 			for {
 				select {
 				case e := <-m.events:
@@ -93,11 +110,11 @@ func (m *mailbox) run(l *Log) {
 }
 
 func (m *mailbox) deliver(l *Log, e Event) {
-	if l.obsCtx.Err() != nil {
+	if l.be.ctx.Err() != nil {
 		l.bestEffortDrops.Add(1)
 		return
 	}
-	if observe(l.obsCtx, m.o, e) != nil {
+	if observe(l.be.ctx, m.o, e) != nil {
 		l.bestEffortFails.Add(1)
 	}
 }
