@@ -136,9 +136,15 @@ func (p *Pair) workerConfig(i int, wc workers.Config) workers.Config {
 		p.relays[i].slab = &p.slab
 	}
 	if p.cfg.Delivery == Live {
-		req := make([]eventlog.Observer, 0, 1+len(wc.Engine.Required))
-		req = append(req, &p.relays[i])
-		wc.Engine.Required = append(req, wc.Engine.Required...)
+		// The engine copies its observers, so the relay's own one-element
+		// slice serves when the host has none of its own.
+		rl := &p.relays[i]
+		rl.self[0] = rl
+		req := rl.self[:]
+		if len(wc.Engine.Required) > 0 {
+			req = append(append(make([]eventlog.Observer, 0, 1+len(wc.Engine.Required)), rl), wc.Engine.Required...)
+		}
+		wc.Engine.Required = req
 	}
 	return wc
 }

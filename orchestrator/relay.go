@@ -21,7 +21,8 @@ type relay struct {
 	// second run of a relay can fill the first run's block.
 	slab *slab
 	own  slab
-	hint int // events expected from the current run; 0 if unknown
+	self [1]eventlog.Observer // Live: the relay, as its engine's observers
+	hint int                  // events expected from the current run; 0 if unknown
 	// The run of the last relayed event and the encoded length of its
 	// Relayed envelope without the run sequence and payload, which every
 	// event of that run shares.
