@@ -153,15 +153,12 @@ func (r *Run) now() (t time.Time) {
 // cancellation cannot cut and that is bounded by FinalizeTimeout (K26).
 func (r *Run) finalize(out outcome) {
 	fctx := r.appendCtx
+	var bound, last *lazyDeadline
 	if r.e.cfg.observed() {
 		// Only observers can block finalization; the lease bounds its
 		// own release. The bound covers all of finalization, from now,
 		// and is released once the log has closed.
-		bound, last := r.finalBound()
-		defer bound.release()
-		if last != nil {
-			defer last.release()
-		}
+		bound, last = r.finalBound()
 		fctx = bound
 	}
 	var finErr error
@@ -210,6 +207,14 @@ func (r *Run) finalize(out outcome) {
 	// observers' goroutines are gone (K27).
 	close(r.done)
 	_ = r.log.Close(fctx)
+	// Released before unregistered: once Close or Shutdown returns, no
+	// context an observer was given for this run is still open.
+	if bound != nil {
+		bound.release()
+	}
+	if last != nil {
+		last.release()
+	}
 	r.e.unregister(r)
 }
 
