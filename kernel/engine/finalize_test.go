@@ -222,37 +222,6 @@ func TestK26_BlockingObserverBoundedByFinalizeTimeout(t *testing.T) {
 	}
 }
 
-// TestK17_ObserverPollingErrIsBounded: an observer that only polls its
-// context's Err, never waiting on Done, is bounded too.
-func TestK17_ObserverPollingErrIsBounded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const bound = 2 * time.Second
-		f := newFixture(t, fixtureConfig{
-			script: [][]model.Item{enginetest.Answer("Hi")},
-			mutate: func(c *engine.Config) { c.FinalizeTimeout = bound },
-		})
-		var pollingFor time.Duration
-		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
-			if e.Kind() != "model.started" {
-				return nil
-			}
-			start := time.Now()
-			// Gives up by itself long after the bound, so that an
-			// unbounded context fails the test instead of hanging it.
-			for ctx.Err() == nil && time.Since(start) < 10*bound {
-				time.Sleep(100 * time.Millisecond) // retrying something
-			}
-			pollingFor = time.Since(start)
-			return ctx.Err()
-		}
-		_, res, err := f.run(t, 4)
-		require.Equal(t, bound, pollingFor)
-		require.Equal(t, engine.CodeObserverFailed, res.Problem.Code())
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.NoError(t, f.eng.Close(context.Background()))
-	})
-}
-
 // TestK17_ObserverContextEndsWithTheRun: a context a required observer kept
 // from an ordinary event ends, cancelled, once the run has ended, whether
 // the observer had started its bound (asked for Done) or not.
@@ -397,15 +366,20 @@ func TestK17_BestEffortObserverNeverBlocksRun(t *testing.T) {
 // block an ordinary (non-terminal) event, but only for a bound between half
 // and all of FinalizeTimeout, however many events came before it; then the
 // run fails with observer_failed and its terminals are still written. The
-// shared bound starts when an observer first asks about it and is renewed
-// once less than half of it is left.
+// shared bound starts when an observer first asks about it (Deadline, Done
+// or Err) and is renewed once less than half of it is left.
 func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
-	for _, early := range []bool{true, false} {
-		name := "bound started by an earlier event"
-		if !early {
-			name = "bound never asked about before"
-		}
-		t.Run(name, func(t *testing.T) {
+	cases := []struct {
+		name  string
+		early bool // an earlier event's observer starts the shared bound
+		poll  bool // the blocked observer polls Err instead of waiting on Done
+	}{
+		{name: "bound started by an earlier event", early: true},
+		{name: "bound never asked about before"},
+		{name: "observer only polls Err", poll: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const bound = 2 * time.Second
 				f := newFixture(t, fixtureConfig{
@@ -416,7 +390,7 @@ func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
 				f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
 					switch e.Kind() {
 					case "turn.started":
-						if early {
+						if tc.early {
 							_, _ = ctx.Deadline() // starts the shared bound
 						}
 						// Time passes between events: without a renewal
@@ -424,7 +398,16 @@ func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
 						time.Sleep(1500 * time.Millisecond)
 					case "model.started":
 						start := time.Now()
-						<-ctx.Done() // blocks until its context ends
+						if tc.poll {
+							// Gives up by itself long after the bound, so
+							// that an unbounded context fails the test
+							// instead of hanging it.
+							for ctx.Err() == nil && time.Since(start) < 10*bound {
+								time.Sleep(100 * time.Millisecond) // retrying something
+							}
+						} else {
+							<-ctx.Done() // blocks until its context ends
+						}
 						blockedFor = time.Since(start)
 						return ctx.Err()
 					}
