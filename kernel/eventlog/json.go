@@ -86,6 +86,25 @@ func AppendString(dst []byte, s string) []byte {
 
 // StringLen returns len(AppendString(nil, s)) without allocating.
 func StringLen(s string) int {
+	// Most strings need no escaping: confirm that with as little work per
+	// byte as possible, and count exactly only from the first byte that
+	// may need it.
+	i := 0
+	for ; len(s)-i >= 8; i += 8 {
+		if !plain8(s[i : i+8]) {
+			return i + stringLenFrom(s[i:])
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return i + stringLenFrom(s[i:])
+		}
+	}
+	return len(s) + 2
+}
+
+// stringLenFrom is StringLen counted byte by byte.
+func stringLenFrom(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
 		if len(s)-i >= 8 && plain8(s[i:i+8]) {
