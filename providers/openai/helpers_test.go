@@ -160,20 +160,23 @@ func respond(status int, header http.Header, body []byte, hold bool) http.Handle
 			_, _ = w.Write(body)
 			return
 		}
-		for len(body) > 0 {
-			n := bytes.Index(body, []byte("\n\n"))
+		// Each request streams its own view of body: a handler serves
+		// every retry, possibly at the same time.
+		rest := body
+		for len(rest) > 0 {
+			n := bytes.Index(rest, []byte("\n\n"))
 			if n < 0 {
-				n = len(body)
+				n = len(rest)
 			} else {
 				n += 2
 			}
-			if _, err := w.Write(body[:n]); err != nil {
+			if _, err := w.Write(rest[:n]); err != nil {
 				return
 			}
 			if f != nil {
 				f.Flush()
 			}
-			body = body[n:]
+			rest = rest[n:]
 		}
 		if hold {
 			<-r.Context().Done()
