@@ -3,7 +3,7 @@ package orchestrator
 import "context"
 
 // stopCode records why a pair was stopped from outside its pattern. The
-// first stop wins; later ones only cancel again.
+// first stop wins; later ones only shut the engines down again.
 type stopCode uint32
 
 const (
