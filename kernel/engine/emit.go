@@ -200,7 +200,7 @@ func (r *Run) finalize(out outcome) {
 		}
 		r.err = &DurabilityError{Seq: seq, Outcome: r.err, Err: durable}
 	}
-	r.cancel()
+	r.rctx.cancel()
 	// Ended before the log closes: best-effort observers still draining
 	// never hold up Wait (K17). Closed before unregistered: once Close or
 	// Shutdown returns, every run it waited for has ended and its

@@ -60,14 +60,14 @@ type state struct {
 
 // Run is one active or finished run.
 type Run struct {
-	e      *Engine
-	id     id.Run
-	def    Definition
-	lease  *plan.Lease
-	plan   plan.Plan
-	log    *eventlog.Log
-	ctx    context.Context
-	cancel context.CancelFunc
+	e     *Engine
+	id    id.Run
+	def   Definition
+	lease *plan.Lease
+	plan  plan.Plan
+	log   *eventlog.Log
+	ctx   context.Context // &rctx, handed to providers, tools and the broker
+	rctx  runCtx
 	// appendCtx is ctx without its cancellation: events the run decided
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
@@ -104,7 +104,7 @@ func (r *Run) Plan() plan.Identity { return r.plan.Identity() }
 func (r *Run) Definition() Definition { return r.def }
 
 // Cancel asks the run to stop. It returns at once; Wait reports the end.
-func (r *Run) Cancel() { r.cancel() }
+func (r *Run) Cancel() { r.rctx.cancel() }
 
 // Suspend asks the run to stop at its next turn boundary without a run
 // terminal, so that its snapshot can be resumed later.
@@ -163,7 +163,8 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	}
 	// Complete before registered: Shutdown may cancel r the moment it is
 	// in the active set.
-	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.rctx.caller = ctx
+	r.ctx = &r.rctx
 	// Only observers read the append context (the log ignores it without
 	// them, and a lease's release only waits on its cancellation), so
 	// without observers Background does the same without an allocation.
@@ -174,7 +175,7 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	pc := e.planParts(r.plan)
 	r.tools, r.fingerprint = pc.tools, pc.fingerprint
 	if err := e.register(r); err != nil {
-		r.cancel()
+		r.rctx.cancel()
 		r.log.Close(ctx)
 		return fail(err)
 	}

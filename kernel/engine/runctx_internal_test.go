@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestRunCtxLiveUntilCancelled(t *testing.T) {
+	caller := context.WithValue(context.Background(), ctxKey{}, "v")
+	c := &runCtx{caller: caller}
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err = %v before any cancellation", err)
+	}
+	if c.Value(ctxKey{}) != "v" {
+		t.Fatal("Value does not reach the caller")
+	}
+	if _, ok := c.Deadline(); ok {
+		t.Fatal("Deadline set without one on the caller")
+	}
+	done := c.Done()
+	select {
+	case <-done:
+		t.Fatal("Done closed while live")
+	default:
+	}
+	c.cancel()
+	<-done
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err = %v after cancel, want context.Canceled", err)
+	}
+	if c.Done() != done {
+		t.Fatal("Done changed after the end")
+	}
+	if got := context.Cause(c); !errors.Is(got, context.Canceled) {
+		t.Fatalf("Cause = %v, want context.Canceled", got)
+	}
+}
+
+// Nobody asked for Done: the caller's end is still seen by the next Err,
+// with the caller's error, and Done is closed by then.
+func TestRunCtxSeesTheCallersEndWithoutAWatch(t *testing.T) {
+	caller, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel()
+	c := &runCtx{caller: caller}
+	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Err = %v, want the caller's context.DeadlineExceeded", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Done open after Err reported the end")
+	}
+	if d, ok := c.Deadline(); !ok || !d.Equal(time.Unix(1, 0)) {
+		t.Fatalf("Deadline = %v %v, want the caller's", d, ok)
+	}
+	// A later cancel keeps the first cause.
+	c.cancel()
+	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Err = %v after a later cancel, want context.DeadlineExceeded", err)
+	}
+}
+
+func TestRunCtxCancelAfterTheCallerEndedReportsTheCaller(t *testing.T) {
+	cause := errors.New("host going away")
+	caller, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	c := &runCtx{caller: caller}
+	c.cancel() // before anything polled the caller
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err = %v, want context.Canceled", err)
+	}
+	if got := context.Cause(c); !errors.Is(got, cause) {
+		t.Fatalf("Cause = %v, want the caller's cause", got)
+	}
+}
+
+func TestRunCtxDoneFollowsTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caller, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := &runCtx{caller: caller}
+		done := c.Done()
+		time.Sleep(time.Minute) // synctest: the caller's deadline passes
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Done open after the caller's deadline")
+		}
+		if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Err = %v, want context.DeadlineExceeded", err)
+		}
+	})
+}
+
+// Contexts derived from a run's context (a provider's request context, a
+// tool's) end with it, and register with it rather than starting a
+// goroutine each.
+func TestRunCtxDerivedContextsEndWithTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &runCtx{caller: context.Background()}
+		derived, cancelDerived := context.WithTimeout(c, time.Hour)
+		defer cancelDerived()
+		ran := make(chan struct{})
+		stop := context.AfterFunc(c, func() { close(ran) })
+		kept := context.AfterFunc(c, func() { t.Error("a stopped AfterFunc ran") })
+		if !kept() {
+			t.Fatal("stop of a pending AfterFunc reported false")
+		}
+		c.mu.Lock()
+		n := len(c.afters)
+		c.mu.Unlock()
+		if n != 2 {
+			t.Fatalf("%d funcs registered on the run context, want 2 (the derived and the AfterFunc)", n)
+		}
+		c.cancel()
+		<-ran
+		<-derived.Done()
+		if err := derived.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("derived Err = %v, want context.Canceled", err)
+		}
+		if stop() {
+			t.Fatal("stop after the func ran reported true")
+		}
+		synctest.Wait()
+	})
+}
+
+func TestRunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &runCtx{caller: context.Background()}
+		c.cancel()
+		ran := make(chan struct{})
+		stop := c.AfterFunc(func() { close(ran) })
+		<-ran
+		if stop() {
+			t.Fatal("stop reported true for a func that ran")
+		}
+	})
+}
+
+// The caller's end reaches funcs registered on the run context through the
+// watch the first registration set up.
+func TestRunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caller, cancel := context.WithCancel(context.Background())
+		c := &runCtx{caller: caller}
+		ran := make(chan struct{})
+		context.AfterFunc(c, func() { close(ran) })
+		cancel()
+		<-ran
+		if err := c.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestRunCtxConcurrentUse(t *testing.T) {
+	for range 50 {
+		caller, cancelCaller := context.WithCancel(context.Background())
+		c := &runCtx{caller: caller}
+		var wg sync.WaitGroup
+		wg.Add(4)
+		go func() { defer wg.Done(); c.cancel() }()
+		go func() { defer wg.Done(); cancelCaller() }()
+		go func() { defer wg.Done(); <-c.Done() }()
+		go func() {
+			defer wg.Done()
+			for c.Err() == nil {
+			}
+			select {
+			case <-c.Done():
+			default:
+				t.Error("Err reported the end before Done was closed")
+			}
+		}()
+		wg.Wait()
+		if err := c.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v", err)
+		}
+	}
+}
