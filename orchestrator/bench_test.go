@@ -59,14 +59,41 @@ func benchPair(b *testing.B, cfg orchestrator.Config) {
 	}
 }
 
+// benchTeam plays the pairs of cfg on one Team, as a host that runs the
+// same two workers task after task does.
+func benchTeam(b *testing.B, cfg orchestrator.Config) {
+	ctx := context.Background()
+	t, err := orchestrator.NewTeam(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = t.Close(ctx) })
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := t.Run(ctx, cfg.ID, cfg.Task)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPairRelay is the table's pair: two text workers, one handoff,
 // the pair timeline on (every run event relayed into it), scripted
-// providers, the pair and both runs on the benchmark goroutine. Events are
-// relayed as each run ends (AfterRun), which keeps the worker engines free
-// of observers.
-func BenchmarkPairRelay(b *testing.B) { benchPair(b, benchConfig(b, orchestrator.AfterRun)) }
+// providers, the pair and both runs on the benchmark goroutine. The pairs
+// are played by one Team, which lends each pair the workers the last one
+// gave back, as a host running the same two workers task after task does.
+// Events are relayed as each run ends (AfterRun), which keeps the worker
+// engines free of observers.
+func BenchmarkPairRelay(b *testing.B) { benchTeam(b, benchConfig(b, orchestrator.AfterRun)) }
 
 // BenchmarkPairRelayLive is the same pair with Live delivery: every run
 // event reaches the timeline as its run commits it, through a required
 // observer on each worker's engine.
-func BenchmarkPairRelayLive(b *testing.B) { benchPair(b, benchConfig(b, orchestrator.Live)) }
+func BenchmarkPairRelayLive(b *testing.B) { benchTeam(b, benchConfig(b, orchestrator.Live)) }
+
+// BenchmarkPairRelayCold is BenchmarkPairRelay with the package-level Run:
+// every pair builds its two workers' engines, and closes them at its end.
+func BenchmarkPairRelayCold(b *testing.B) { benchPair(b, benchConfig(b, orchestrator.AfterRun)) }

@@ -25,21 +25,25 @@ var errTokensSpent = func() error {
 // new model operations once the pair's token budget is spent, and stops
 // the pair at the first requested tool call over its tool-call budget,
 // before that call can start. The kernel sees an ordinary provider.
+//
+// It meters the pair its crew is lent to: only that pair runs the crew's
+// workers while it holds the crew.
 type metered struct {
 	inner model.Provider
-	p     *Pair
+	c     *crew
 }
 
 func (m *metered) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
-	if b := m.p.cfg.Budget.Tokens; b > 0 && m.p.tokens.Load() >= b {
-		m.p.stop(stopTokens)
+	p := m.c.pair
+	if b := p.cfg.Budget.Tokens; b > 0 && p.tokens.Load() >= b {
+		p.stop(stopTokens)
 		return nil, errTokensSpent
 	}
 	s, err := m.inner.Stream(ctx, req)
 	if err != nil || s == nil {
 		return s, err
 	}
-	return &meteredStream{inner: s, p: m.p}, nil
+	return &meteredStream{inner: s, p: p}, nil
 }
 
 type meteredStream struct {

@@ -191,10 +191,31 @@ var (
 
 // normalize validates c and fills in its defaults in place.
 func (c *Config) normalize() (settings, error) {
-	var n settings
 	if err := id.Check("pair.id", c.ID); err != nil {
+		return settings{}, err
+	}
+	n, err := c.normalizeShared()
+	if err != nil {
 		return n, err
 	}
+	return n, n.bind(c.ID, c.Task)
+}
+
+// bind gives the settings one pair's ID, which the caller has checked, and
+// task.
+func (n *settings) bind(pairID, task string) error {
+	m, err := message.User(task)
+	if err != nil {
+		return bound.Text("pair.task", task, bound.MaxMessageBytes) // names the field
+	}
+	n.ID, n.Task, n.task = pairID, task, m
+	return nil
+}
+
+// normalizeShared validates and fills in everything but the ID and the
+// task, which each pair of a Team brings.
+func (c *Config) normalizeShared() (settings, error) {
+	var n settings
 	if c.Plans == nil {
 		return n, bound.Missing("pair.plans")
 	}
@@ -223,10 +244,7 @@ func (c *Config) normalize() (settings, error) {
 	default:
 		return n, bound.Malformedf("pair.pattern", "must be Relay or ReviewLoop")
 	}
-	task, err := message.User(c.Task)
-	if err != nil {
-		return n, bound.Text("pair.task", c.Task, bound.MaxMessageBytes) // names the field
-	}
+	var err error
 	if c.Policy.IsZero() {
 		c.Policy = defaultPolicy
 		if c.Pattern == ReviewLoop {
@@ -260,8 +278,8 @@ func (c *Config) normalize() (settings, error) {
 		return n, bound.Malformedf("pair.finalize_timeout", "must be between 0 and 5m")
 	}
 	return settings{
-		ID: c.ID, Plans: c.Plans, Clock: c.Clock, Roles: [2]string{c.First.Role, c.Second.Role},
-		Pattern: c.Pattern, Task: c.Task, task: task, Policy: c.Policy, MaxRounds: c.MaxRounds,
+		Plans: c.Plans, Clock: c.Clock, Roles: [2]string{c.First.Role, c.Second.Role},
+		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
 		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started,
 	}, nil

@@ -37,6 +37,14 @@
 // context never hangs off a cancellable context of the pair's, which would
 // cost every run a registration with it.
 //
+// A Team plays many pairs of one Config, reusing the workers' engines: each
+// pair borrows a crew (its two workers) for its whole life and gives it back
+// when it ends, so no two pairs run on one engine at once (O1), and a host
+// that plays the same two workers task after task does not build two
+// engines per pair. A pair's stop shuts its crew's engines down, and the
+// Team closes that crew instead of lending it again; a stop after the pair
+// has ended reaches nothing.
+//
 // Run plays the whole pair on the calling goroutine, each worker run with
 // engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on
 // a goroutine of its own. Config.Started hands the pair to other goroutines

@@ -53,3 +53,43 @@ func Example() {
 	// final: Autumn moon rises / over the quiet harbor / boats dream of the sea
 	// tokens: 60 plan: plan-1
 }
+
+// A host that plays the same two workers task after task builds a Team
+// once; each pair borrows the workers' engines and gives them back.
+func ExampleTeam() {
+	plans, err := enginetest.Plan("plan-1")
+	if err != nil {
+		panic(err)
+	}
+	def, _ := engine.NewDefinition(engine.DefinitionConfig{
+		Name: "translator", Model: "scripted-1", System: "Translate.", MaxTurns: 4})
+	answers := func(text string) *enginetest.Provider {
+		p := enginetest.NewProvider(enginetest.Answer(text))
+		p.Cycle = true // the same answer to every task
+		return p
+	}
+	clock := &enginetest.Clock{}
+	team, err := orchestrator.NewTeam(orchestrator.Config{
+		Plans: plans,
+		First: workers.Config{Role: "translator", Definition: def, Engine: engine.Config{
+			Provider: answers("Bonjour."), IDs: &id.Counter{Prefix: "t/"}, Clock: clock}},
+		Second: workers.Config{Role: "proofreader", Definition: def, Engine: engine.Config{
+			Provider: answers("Bonjour !"), IDs: &id.Counter{Prefix: "p/"}, Clock: clock}},
+		Pattern: orchestrator.Relay,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer team.Close(context.Background())
+	for i, task := range []string{"Hello.", "Good morning."} {
+		pair, err := team.Run(context.Background(), fmt.Sprintf("pair-%d", i+1), task)
+		if err != nil {
+			panic(err)
+		}
+		res, err := pair.Wait(context.Background())
+		fmt.Println(pair.ID(), res.Reason, res.Final.Text(), err)
+	}
+	// Output:
+	// pair-1 completed Bonjour ! <nil>
+	// pair-2 completed Bonjour ! <nil>
+}

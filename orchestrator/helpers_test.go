@@ -171,10 +171,11 @@ func jsonOf(t testing.TB, p eventlog.Payload) string {
 // loggingSource wraps a plan.Memory and logs every lease it hands out and
 // every release, in order: "lease plan-1", "exact plan-1", "release-exact
 // plan-1", "release plan-1". releaseErr makes the release of leases taken
-// with Lease fail.
+// with Lease fail; leaseErr makes Lease fail.
 type loggingSource struct {
 	inner      *plan.Memory
 	releaseErr error
+	leaseErr   error
 
 	mu  sync.Mutex
 	log []string
@@ -193,6 +194,9 @@ func (s *loggingSource) Log() []string {
 }
 
 func (s *loggingSource) Lease(ctx context.Context) (*plan.Lease, error) {
+	if s.leaseErr != nil {
+		return nil, s.leaseErr
+	}
 	l, err := s.inner.Lease(ctx)
 	if err != nil {
 		return nil, err

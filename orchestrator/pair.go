@@ -11,19 +11,20 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/message"
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/plan"
-	"github.com/spice-orch/spice-orch/workers"
 )
 
 // Pair is one running or finished pair. Its methods are safe for
 // concurrent use.
 type Pair struct {
-	cfg     settings
-	workers [2]*workers.Worker
-	relays  [2]relay // Live delivery: the observers on the workers' engines
-	slab    slab     // AfterRun delivery: both relays' slots
-	lease   *plan.Lease
-	plan    plan.Plan
-	log     *eventlog.Log // the pair timeline
+	cfg   settings
+	crew  *crew // the workers: own, or lent by a Team
+	own   crew
+	team  *Team         // lent the crew; nil for a pair of its own
+	held  atomic.Uint32 // a crewState
+	slab  slab          // AfterRun delivery: both relays' slots
+	lease *plan.Lease
+	plan  plan.Plan
+	log   *eventlog.Log // the pair timeline
 
 	// caller is the caller's context, which every run gets as is: its end
 	// cancels the active run and stops the pair (O6), and runs see its
@@ -92,24 +93,34 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, err
 	}
 	p := &Pair{cfg: n, done: make(chan struct{})}
-	p.seen = p.seenBuf[:0]
-	for i, wc := range [2]*workers.Config{&cfg.First, &cfg.Second} {
-		if p.workers[i], err = workers.New(p.workerConfig(i, *wc)); err != nil {
-			return nil, err
-		}
-	}
-	if p.lease, err = leaseCurrent(ctx, n.Plans); err != nil {
+	p.crew = new(crew)
+	if err := p.crew.build(&cfg, n); err != nil {
 		return nil, err
+	}
+	if err := p.open(ctx, &cfg.Timeline); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// open takes the pair from built to ready: it lends the crew to the pair,
+// leases the plan and opens the timeline. An error leaves no trace.
+func (p *Pair) open(ctx context.Context, tc *TimelineConfig) (err error) {
+	p.seen = p.seenBuf[:0]
+	p.crew.lend(p)
+	n := &p.cfg
+	if p.lease, err = leaseCurrent(ctx, n.Plans); err != nil {
+		return err
 	}
 	p.plan = p.lease.Plan()
-	lc := cfg.Timeline.logConfig()
+	lc := tc.logConfig()
 	lc.Capacity = timelineCapacity(n.Pattern)
-	lc.Name = cfg.ID // so observers shared by many logs (a store) file it under the pair
+	lc.Name = n.ID // so observers shared by many logs (a store) file it under the pair
 	if p.log, err = eventlog.New(lc); err != nil {
 		p.releaseLease()
-		return nil, err
+		return err
 	}
-	p.observed = len(cfg.Timeline.Required)+len(cfg.Timeline.BestEffort) > 0
+	p.observed = len(tc.Required)+len(tc.BestEffort) > 0
 	p.caller = ctx
 	// Only observers read the append context, and a lease's release only
 	// its cancellation: without observers, Background does the same.
@@ -120,33 +131,7 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 	if d := n.Budget.WallTime; d > 0 {
 		p.wall = time.AfterFunc(d, func() { p.stop(stopWallTime) })
 	}
-	return p, nil
-}
-
-// workerConfig is the host's worker config with the pair's parts: the
-// pair's plan source, the budget decorator and the relay observer.
-func (p *Pair) workerConfig(i int, wc workers.Config) workers.Config {
-	wc.Engine.Plans = p.cfg.Plans
-	if b := p.cfg.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
-		wc.Engine.Provider = &metered{inner: wc.Engine.Provider, p: p}
-	}
-	p.relays[i] = relay{p: p, role: wc.Role}
-	p.relays[i].slab = &p.relays[i].own
-	if p.cfg.Delivery == AfterRun {
-		p.relays[i].slab = &p.slab
-	}
-	if p.cfg.Delivery == Live {
-		// The engine copies its observers, so the relay's own one-element
-		// slice serves when the host has none of its own.
-		rl := &p.relays[i]
-		rl.self[0] = rl
-		req := rl.self[:]
-		if len(wc.Engine.Required) > 0 {
-			req = append(append(make([]eventlog.Observer, 0, 1+len(wc.Engine.Required)), rl), wc.Engine.Required...)
-		}
-		wc.Engine.Required = req
-	}
-	return wc
+	return nil
 }
 
 // leaseCurrent calls the plan source with its panics contained.
@@ -262,9 +247,7 @@ func (p *Pair) finish(out outcome) {
 	}
 	ev, terr := p.log.Append(fctx, eventlog.Record{Kind: ended.Kind(), Time: p.now(), Terminal: true, Payload: ended})
 	_ = p.log.Close(fctx)
-	for _, w := range p.workers {
-		_ = w.Close(fctx) // every run has ended: this only refuses new ones
-	}
+	p.giveBack(fctx)
 	p.result = Result{
 		Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
 		Usage: p.usage, ToolCalls: ended.ToolCalls, Final: p.final, Review: p.review,
@@ -275,6 +258,18 @@ func (p *Pair) finish(out outcome) {
 		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
 	}
 	close(p.done)
+}
+
+// giveBack ends the pair's hold on its crew once every run has ended: a
+// Team gets it back for its next pair, unless a stop shut its engines down;
+// a pair's own crew is closed.
+func (p *Pair) giveBack(ctx context.Context) {
+	reusable := p.held.CompareAndSwap(crewHeld, crewReturned)
+	if p.team != nil {
+		p.team.put(ctx, p.crew, reusable)
+		return
+	}
+	p.crew.close(ctx)
 }
 
 func (p *Pair) releaseLease() {

@@ -89,7 +89,7 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 		out, _ := p.interrupted()
 		return finished{}, out, false
 	}
-	worker := p.workers[w]
+	worker := p.crew.workers[w]
 	r, err := worker.Run(p.caller, engine.Input{Message: msg, Plan: p.plan.ID()})
 	if err != nil {
 		// No run started: errors before a run's lease leave no trace.
@@ -123,9 +123,9 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 	if out, stopped := p.interrupted(); stopped {
 		return handoff.Handoff{}, out, false
 	}
-	role := p.workers[from].Role()
+	role := p.crew.workers[from].Role()
 	h, err := p.cfg.Policy.Build(handoff.Input{
-		Task: p.cfg.Task, From: role, To: p.workers[to].Role(), RunID: f.RunID, Result: f.Result,
+		Task: p.cfg.Task, From: role, To: p.crew.workers[to].Role(), RunID: f.RunID, Result: f.Result,
 	})
 	if err != nil {
 		return h, outcome{reason: ReasonHandoffRejected, worker: role, runID: f.RunID, err: err}, false
@@ -158,7 +158,7 @@ type outcome struct {
 }
 
 func (p *Pair) workerFailed(w int, runID id.Run, err error) outcome {
-	out := outcome{reason: ReasonWorkerFailed, worker: p.workers[w].Role(), runID: runID, err: err}
+	out := outcome{reason: ReasonWorkerFailed, worker: p.crew.workers[w].Role(), runID: runID, err: err}
 	var f *engine.Failure
 	if errors.As(err, &f) {
 		out.problem = f.Problem

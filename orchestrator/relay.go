@@ -89,7 +89,7 @@ func (p *Pair) copyRun(w int, r *engine.Run) {
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.FinalizeTimeout)
 		defer cancel()
 	}
-	rl := &p.relays[w]
+	rl := &p.crew.relays[w]
 	last := r.Stats().LastSeq
 	// A relay's second run is expected to be about as long as its first:
 	// make the first block room for both.

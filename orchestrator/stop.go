@@ -14,17 +14,33 @@ const (
 	stopWallTime
 )
 
+// crewState is a pair's hold on its crew.
+type crewState = uint32
+
+const (
+	crewHeld     crewState = iota // the pair may run the crew's workers
+	crewSpent                     // a stop shut the engines down: never reused
+	crewReturned                  // the pair has ended and given the crew back
+)
+
 // stop records s unless the pair was already stopped, and shuts both
 // workers' engines down: that cancels the active run (K24) and refuses
 // any later one, so the pair starts no further run (O6). A caller's
 // cancellation that came first wins; it needs no stop, since every run
 // lives under the caller's context.
+//
+// A stop reaches the engines only while the pair holds its crew: once the
+// pair has ended and given the crew back, a Team may have lent it to
+// another pair.
 func (p *Pair) stop(s stopCode) {
 	if p.caller.Err() != nil {
 		s = stopCancelled
 	}
 	p.stopped.CompareAndSwap(uint32(stopNone), uint32(s))
-	for _, w := range p.workers {
+	if !p.held.CompareAndSwap(crewHeld, crewSpent) && p.held.Load() != crewSpent {
+		return
+	}
+	for _, w := range p.crew.workers {
 		// With an expired context Shutdown cancels and returns at once,
 		// so a stop never waits, even on the run's own goroutine (the
 		// budget decorator stops the pair from inside a model operation).
