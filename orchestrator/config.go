@@ -348,7 +348,7 @@ func (t TimelineConfig) logConfig() eventlog.Config {
 // its 48 bytes on every pair, so the room is not rounded up further.
 func timelineCapacity(p Pattern) int {
 	if p == Relay {
-		return 20
+		return 18
 	}
 	return 32
 }

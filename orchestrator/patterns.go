@@ -102,7 +102,7 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 	res, err := r.Wait(p.appendCtx) // returns at once: Run has ended the run
 	p.usage = p.usage.Add(res.Usage)
 	if p.cfg.Delivery == AfterRun {
-		p.copyRun(w, r)
+		p.copyRun(w, r, res.LastSeq)
 	}
 	if f := p.failure.Load(); f != nil {
 		return finished{}, outcome{reason: ReasonInfrastructure, err: *f}, false

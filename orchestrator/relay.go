@@ -33,6 +33,11 @@ type relay struct {
 // Observe relays e. Its error fails the run (K16), and the pair ends with
 // ReasonInfrastructure.
 func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
+	return r.relay(ctx, &e)
+}
+
+// relay is Observe without the copy of e.
+func (r *relay) relay(ctx context.Context, e *eventlog.Event) error {
 	if _, ok := e.Payload().(event.ToolStarted); ok {
 		r.p.toolCalls.Add(1)
 	}
@@ -52,7 +57,7 @@ func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
 
 // runOf returns the run that committed e and keeps r.fixed up to date
 // for it.
-func (r *relay) runOf(e eventlog.Event) id.Run {
+func (r *relay) runOf(e *eventlog.Event) id.Run {
 	if run := id.Run(e.Log()); run != r.run || r.fixed == 0 {
 		r.run, r.fixed = run, relayedFixed(r.role, run)
 	}
@@ -68,8 +73,9 @@ func (p *Pair) fail(err error) {
 	p.failure.CompareAndSwap(nil, &err)
 }
 
-// copyRun relays a finished run's events (AfterRun delivery).
-func (p *Pair) copyRun(w int, r *engine.Run) {
+// copyRun relays a finished run's events (AfterRun delivery); last is the
+// run's last sequence.
+func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 	bg := context.Background()
 	sub, err := r.Subscribe(bg, 0)
 	if err != nil {
@@ -90,7 +96,6 @@ func (p *Pair) copyRun(w int, r *engine.Run) {
 		defer cancel()
 	}
 	rl := &p.crew.relays[w]
-	last := r.Stats().LastSeq
 	// A relay's second run is expected to be about as long as its first:
 	// make the first block room for both.
 	next := uint64(0)
@@ -108,7 +113,7 @@ func (p *Pair) copyRun(w int, r *engine.Run) {
 			return
 		}
 		rl.hint = int(last - e.Seq() + 1 + next)
-		if err := rl.Observe(ctx, e); err != nil {
+		if err := rl.relay(ctx, &e); err != nil {
 			// An observer's refusal leaves the event committed (K16):
 			// keep relaying so that the run's lifecycles stay whole.
 			var oe *eventlog.ObserverError
@@ -134,7 +139,7 @@ const maxBlock = 64
 // expected (0 if unknown). The payload's length is read off the event's
 // encoded size, which the run log has measured already, so the timeline's
 // byte bound costs no second measurement.
-func (s *slab) relay(worker string, run id.Run, fixed int, e eventlog.Event, hint int) Relayed {
+func (s *slab) relay(worker string, run id.Run, fixed int, e *eventlog.Event, hint int) Relayed {
 	if len(s.free) == 0 {
 		n := min(max(hint, 8), maxBlock)
 		s.free = make([]relayed, n)

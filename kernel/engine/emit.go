@@ -45,7 +45,7 @@ type openTool struct {
 // an event the run decided to write is written, or its failure reported
 // (K16, K24). With required observers the wait for them is bounded.
 func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err error) {
-	if ctx == r.appendCtx && len(r.e.cfg.Required) > 0 {
+	if len(r.e.cfg.Required) > 0 && ctx == r.appendCtx {
 		ctx = r.observerCtx()
 	}
 	ev, err := r.log.Append(ctx, event.Record(r.now(), p))
