@@ -97,10 +97,10 @@ type Log struct {
 	cfg Config
 
 	// pub serializes commit plus publication when there are observers, so
-	// every observer sees sequences in order; it is a channel so that a
-	// waiting appender can give up on its context.
-	pub chan struct{}
-	be  *bestEffort // nil without best-effort observers
+	// every observer sees sequences in order.
+	pub      token
+	observed bool        // the log has observers: appends take pub
+	be       *bestEffort // nil without best-effort observers
 
 	mu     sync.Mutex
 	ring   []entry // retained events, oldest at head, grown up to MaxEvents
@@ -133,7 +133,7 @@ func New(cfg Config) (*Log, error) {
 	}
 	l := &Log{cfg: cfg, last: cfg.After}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
-		l.pub = make(chan struct{}, 1)
+		l.pub, l.observed = newToken(), true
 	}
 	if len(cfg.BestEffort) == 0 {
 		return l, nil
@@ -173,7 +173,7 @@ func (l *Log) Append(ctx context.Context, r Record) (Event, error) {
 	// commit itself.
 	e := Event{kind: r.Kind, time: r.Time.UTC(), payload: r.Payload, size: size}
 	var committed bool
-	if l.pub == nil {
+	if !l.observed {
 		err = l.commit(&e, r.Terminal)
 		committed = err == nil
 	} else {
@@ -189,29 +189,14 @@ func (l *Log) Append(ctx context.Context, r Record) (Event, error) {
 // publication, so observers see sequences in order. It reports whether e
 // was committed: an observer's error leaves it committed.
 func (l *Log) commitAndPublish(ctx context.Context, e *Event, terminal bool) (committed bool, err error) {
-	if err := acquire(ctx, l.pub); err != nil {
+	if err := l.pub.acquire(ctx); err != nil {
 		return false, err
 	}
-	defer func() { <-l.pub }()
+	defer l.pub.release()
 	if err := l.commit(e, terminal); err != nil {
 		return false, err
 	}
 	return true, l.publish(ctx, *e)
-}
-
-// acquire takes the token, preferring it over a done context.
-func acquire(ctx context.Context, token chan struct{}) error {
-	select {
-	case token <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case token <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // commit assigns the sequence, evicts what the class of e may not keep, and
@@ -327,12 +312,12 @@ func (l *Log) Close(ctx context.Context) error {
 	l.closed = true
 	l.signal()
 	l.mu.Unlock()
-	if l.pub == nil {
+	if !l.observed {
 		return nil
 	}
-	err := acquire(ctx, l.pub)
+	err := l.pub.acquire(ctx)
 	if err == nil {
-		<-l.pub
+		l.pub.release()
 	}
 	be := l.be
 	if be == nil {
