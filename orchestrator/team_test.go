@@ -46,7 +46,7 @@ func playTeam(t *testing.T, team *orchestrator.Team, pairID string) (*orchestrat
 
 // Every pair of a Team is a whole pair: its own timeline, its own runs,
 // the plan leased and released once per pair, whichever delivery.
-func TestTeam_EachPairIsAWholePair(t *testing.T) {
+func TestO1_TeamPairsAreWholePairs(t *testing.T) {
 	for _, d := range []orchestrator.Delivery{orchestrator.Live, orchestrator.AfterRun} {
 		t.Run(d.String(), func(t *testing.T) {
 			h := teamHarness(t, d)
@@ -86,7 +86,7 @@ func TestTeam_EachPairIsAWholePair(t *testing.T) {
 
 // A stopped pair shut its crew's engines down; the Team never lends that
 // crew again, so the next pair plays on a fresh one.
-func TestTeam_StoppedPairsCrewIsNotLentAgain(t *testing.T) {
+func TestO6_TeamNeverLendsAStoppedPairsEngines(t *testing.T) {
 	for _, stop := range []string{"cancel", "budget"} {
 		t.Run(stop, func(t *testing.T) {
 			h := teamHarness(t, orchestrator.AfterRun)
@@ -120,7 +120,7 @@ func TestTeam_StoppedPairsCrewIsNotLentAgain(t *testing.T) {
 
 // A stop that comes after its pair has ended reaches nothing: the crew it
 // gave back may already be lent to the next pair.
-func TestTeam_LateStopDoesNotReachTheNextPair(t *testing.T) {
+func TestO6_TeamLateStopDoesNotReachTheNextPair(t *testing.T) {
 	h := teamHarness(t, orchestrator.AfterRun)
 	var first *orchestrator.Pair
 	cfg := h.cfg
@@ -143,7 +143,7 @@ func TestTeam_LateStopDoesNotReachTheNextPair(t *testing.T) {
 
 // Budgets are per pair: each pair of a Team meters only its own runs,
 // however many pairs played on the same engines before it.
-func TestTeam_BudgetsMeterEachPairAlone(t *testing.T) {
+func TestO5_TeamBudgetsMeterEachPairAlone(t *testing.T) {
 	h := teamHarness(t, orchestrator.AfterRun)
 	cfg := h.cfg
 	cfg.Budget.Tokens = 40 // a pair uses 30; three pairs use 90
@@ -174,7 +174,7 @@ func (p *gatedProvider) Stream(ctx context.Context, req model.Request) (model.St
 }
 
 // Pairs of a Team that play at once borrow crews of their own.
-func TestTeam_ConcurrentPairsBorrowTheirOwnCrews(t *testing.T) {
+func TestO1_TeamConcurrentPairsBorrowTheirOwnCrews(t *testing.T) {
 	const n = 4
 	h := teamHarness(t, orchestrator.Live)
 	gate := make(chan struct{})

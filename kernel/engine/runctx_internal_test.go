@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func TestRunCtxLiveUntilCancelled(t *testing.T) {
+func TestK24_RunCtxLiveUntilCancelled(t *testing.T) {
 	caller := context.WithValue(context.Background(), ctxKey{}, "v")
 	c := &runCtx{caller: caller}
 	if err := c.Err(); err != nil {
@@ -42,7 +42,7 @@ func TestRunCtxLiveUntilCancelled(t *testing.T) {
 
 // Nobody asked for Done: the caller's end is still seen by the next Err,
 // with the caller's error, and Done is closed by then.
-func TestRunCtxSeesTheCallersEndWithoutAWatch(t *testing.T) {
+func TestK24_RunCtxSeesTheCallersEndWithoutAWatch(t *testing.T) {
 	caller, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
 	defer cancel()
 	c := &runCtx{caller: caller}
@@ -64,7 +64,7 @@ func TestRunCtxSeesTheCallersEndWithoutAWatch(t *testing.T) {
 	}
 }
 
-func TestRunCtxCancelAfterTheCallerEndedReportsTheCaller(t *testing.T) {
+func TestK24_RunCtxCancelAfterTheCallerEndedReportsTheCaller(t *testing.T) {
 	cause := errors.New("host going away")
 	caller, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
@@ -78,7 +78,7 @@ func TestRunCtxCancelAfterTheCallerEndedReportsTheCaller(t *testing.T) {
 	}
 }
 
-func TestRunCtxDoneFollowsTheCaller(t *testing.T) {
+func TestK24_RunCtxDoneFollowsTheCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		caller, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -100,7 +100,7 @@ func TestRunCtxDoneFollowsTheCaller(t *testing.T) {
 // Contexts derived from a run's context (a provider's request context, a
 // tool's) end with it, and register with it rather than starting a
 // goroutine each.
-func TestRunCtxDerivedContextsEndWithTheRun(t *testing.T) {
+func TestK24_RunCtxDerivedContextsEndWithTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &runCtx{caller: context.Background()}
 		derived, cancelDerived := context.WithTimeout(c, time.Hour)
@@ -130,7 +130,7 @@ func TestRunCtxDerivedContextsEndWithTheRun(t *testing.T) {
 	})
 }
 
-func TestRunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
+func TestK24_RunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &runCtx{caller: context.Background()}
 		c.cancel()
@@ -145,7 +145,7 @@ func TestRunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
 
 // The caller's end reaches funcs registered on the run context through the
 // watch the first registration set up.
-func TestRunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
+func TestK24_RunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		caller, cancel := context.WithCancel(context.Background())
 		c := &runCtx{caller: caller}
@@ -159,7 +159,7 @@ func TestRunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
 	})
 }
 
-func TestRunCtxConcurrentUse(t *testing.T) {
+func TestK24_RunCtxConcurrentUse(t *testing.T) {
 	for range 50 {
 		caller, cancelCaller := context.WithCancel(context.Background())
 		c := &runCtx{caller: caller}

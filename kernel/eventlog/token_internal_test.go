@@ -17,7 +17,7 @@ func expiredCtx() context.Context {
 
 // A free token is taken even with a done context; a held one is not, and
 // the waiter gets its context's error.
-func TestTokenPrefersTheTokenOverADoneContext(t *testing.T) {
+func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
 	tk := newToken()
 	if err := tk.acquire(expiredCtx()); err != nil {
 		t.Fatalf("acquire of a free token with a done context: %v", err)
@@ -35,7 +35,7 @@ func TestTokenPrefersTheTokenOverADoneContext(t *testing.T) {
 }
 
 // A waiter parks until the token is given back, then takes it.
-func TestTokenWakesAWaiterOnRelease(t *testing.T) {
+func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tk := newToken()
 		if err := tk.acquire(context.Background()); err != nil {
@@ -61,7 +61,7 @@ func TestTokenWakesAWaiterOnRelease(t *testing.T) {
 
 // A waiter whose context ends gives up; a wake left behind does not let
 // anyone take a held token.
-func TestTokenWaiterGivesUpOnItsContext(t *testing.T) {
+func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tk := newToken()
 		if err := tk.acquire(context.Background()); err != nil {
@@ -83,7 +83,7 @@ func TestTokenWaiterGivesUpOnItsContext(t *testing.T) {
 
 // Many appenders, some giving up: every holder is alone, and nobody is
 // left waiting on a free token.
-func TestTokenExcludesUnderContention(t *testing.T) {
+func TestK17_TokenExcludesUnderContention(t *testing.T) {
 	tk := newToken()
 	var (
 		wg      sync.WaitGroup
