@@ -247,7 +247,6 @@ func (p *Pair) finish(out outcome) {
 	}
 	ev, terr := p.log.Append(fctx, eventlog.Record{Kind: ended.Kind(), Time: p.now(), Terminal: true, Payload: ended})
 	_ = p.log.Close(fctx)
-	p.giveBack(fctx)
 	p.result = Result{
 		Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
 		Usage: p.usage, ToolCalls: ended.ToolCalls, Final: p.final, Review: p.review,
@@ -258,6 +257,9 @@ func (p *Pair) finish(out outcome) {
 		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
 	}
 	close(p.done)
+	// After done: a Team's Close, which waits for its crews to come back,
+	// then returns only once the pair has ended.
+	p.giveBack(fctx)
 }
 
 // giveBack ends the pair's hold on its crew once every run has ended: a

@@ -191,18 +191,18 @@ func (t *Team) get() (*crew, error) {
 func (t *Team) put(ctx context.Context, c *crew, reusable bool) {
 	c.pair = nil
 	t.mu.Lock()
-	t.busy--
-	keep := reusable && !t.closed && len(t.idle) < maxIdleCrews
-	if keep {
+	defer t.mu.Unlock()
+	if reusable && !t.closed && len(t.idle) < maxIdleCrews {
 		t.idle = append(t.idle, c)
+	} else {
+		// Closed before the crew stops counting as busy, so that Close
+		// returns only once it is. Its runs have ended: this never waits.
+		c.close(ctx)
 	}
+	t.busy--
 	if t.busy == 0 && t.drained != nil {
 		close(t.drained)
 		t.drained = nil
-	}
-	t.mu.Unlock()
-	if !keep {
-		c.close(ctx)
 	}
 }
 

@@ -274,3 +274,21 @@ func TestTeam_BadInputLeavesTheTeamWhole(t *testing.T) {
 	require.Equal(t, orchestrator.ReasonCompleted, res.Reason)
 	requireTimeline(t, timeline(t, p))
 }
+
+// Once Close has returned, every pair it waited for has ended.
+func TestTeam_CloseReturnsOnlyOnceItsPairsHaveEnded(t *testing.T) {
+	h := teamHarness(t, orchestrator.AfterRun)
+	h.cfg.Timeline.Required = nil
+	for i := range 1000 {
+		team, err := orchestrator.NewTeam(h.cfg)
+		require.NoError(t, err)
+		p, err := team.Start(context.Background(), "pair-0", task)
+		require.NoError(t, err)
+		require.NoError(t, team.Close(context.Background()))
+		select {
+		case <-p.Done():
+		default:
+			t.Fatalf("pair %d: Close returned before its pair had ended", i)
+		}
+	}
+}

@@ -38,22 +38,49 @@ type afterFunc struct{ f func() }
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.caller.Deadline() }
 
-func (c *runCtx) Value(key any) any { return c.caller.Value(key) }
+// Value reaches the caller's values. Once the run has cancelled itself, the
+// context package's own lookup (context.Cause) finds an ended context of
+// the run's making first, so the cause stays context.Canceled even if the
+// caller's context ends later with a cause of its own.
+func (c *runCtx) Value(key any) any {
+	if c.state.Load() == ctxCancelled {
+		if v := cancelled.Value(key); v != nil {
+			return v
+		}
+	}
+	return c.caller.Value(key)
+}
+
+// cancelled is an ended context that holds no values: what Value consults
+// first once the run has cancelled itself. It never changes after
+// initialisation.
+var cancelled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // Err is nil while the context is live. A caller's context that has ended
 // ends the context here, so Done is closed by the time Err reports it.
 func (c *runCtx) Err() error {
-	switch c.state.Load() {
-	case ctxCancelled:
+	s := c.state.Load()
+	if s == ctxLive {
+		if c.caller.Err() == nil {
+			return nil
+		}
+		c.end(ctxCaller)
+		s = c.state.Load() // ctxCaller, or ctxCancelled if a cancel came first
+	} else {
+		// end sets the state and closes Done under mu: reading the state
+		// under mu means Done is closed when Err reports the end.
+		c.mu.Lock()
+		s = c.state.Load()
+		c.mu.Unlock()
+	}
+	if s == ctxCancelled {
 		return context.Canceled
-	case ctxCaller:
-		return c.caller.Err()
 	}
-	if c.caller.Err() == nil {
-		return nil
-	}
-	c.end(ctxCaller)
-	return c.Err() // ended now, by this call or a cancel that came first
+	return c.caller.Err()
 }
 
 // Done makes the channel on first use, and from then on watches the
@@ -127,12 +154,13 @@ func (c *runCtx) end(s uint32) {
 		c.mu.Unlock()
 		return
 	}
-	// Done is closed before the state says so: whoever sees Err report
-	// the end finds Done closed.
+	// The state is set before Done is closed, so whoever sees Done closed
+	// finds Err non-nil; Err waits for mu, so whoever sees Err non-nil
+	// finds Done closed.
+	c.state.Store(s)
 	if c.done != nil {
 		close(c.done)
 	}
-	c.state.Store(s)
 	afters, watch := c.afters, c.watch
 	c.afters, c.watch = nil, nil
 	c.mu.Unlock()

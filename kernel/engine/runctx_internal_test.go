@@ -184,3 +184,65 @@ func TestK24_RunCtxConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// A context derived from the run's context while the run cancels itself
+// must never see Done closed with Err still nil: context.WithCancel panics
+// ("missing cancel error") when it does, and a provider deriving its
+// request context would fail the run instead of cancelling it.
+func TestK24_RunCtxDoneClosedMeansErrSet(t *testing.T) {
+	for range 2000 {
+		c := &runCtx{caller: context.Background()}
+		c.Done()
+		var (
+			wg       sync.WaitGroup
+			panicked any
+			quit     = make(chan struct{})
+			spinning = make(chan struct{})
+		)
+		wg.Go(func() {
+			defer func() { panicked = recover() }()
+			close(spinning)
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				_, cancel := context.WithCancel(c)
+				cancel()
+				select {
+				case <-c.Done():
+					if c.Err() == nil {
+						panic("Done closed while Err is nil")
+					}
+				default:
+				}
+			}
+		})
+		<-spinning
+		c.cancel()
+		close(quit)
+		wg.Wait()
+		if panicked != nil {
+			t.Fatalf("deriving from a run context being cancelled: %v", panicked)
+		}
+	}
+}
+
+// The run cancelled itself first: its cause stays context.Canceled when the
+// caller's context ends later with a cause, as with context.WithCancel.
+func TestK24_RunCtxCauseStaysTheRunsOwn(t *testing.T) {
+	host := errors.New("host going away")
+	caller, cancelCaller := context.WithCancelCause(context.Background())
+	c := &runCtx{caller: caller}
+	c.cancel()
+	cancelCaller(host)
+	if got := context.Cause(c); !errors.Is(got, context.Canceled) || errors.Is(got, host) {
+		t.Fatalf("Cause = %v, want context.Canceled", got)
+	}
+	derived, cancel := context.WithCancel(c)
+	defer cancel()
+	if got := context.Cause(derived); !errors.Is(got, context.Canceled) {
+		t.Fatalf("Cause of a context derived after the end = %v, want context.Canceled", got)
+	}
+}

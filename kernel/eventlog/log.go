@@ -133,7 +133,7 @@ func New(cfg Config) (*Log, error) {
 	}
 	l := &Log{cfg: cfg, last: cfg.After}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
-		l.pub, l.observed = newToken(), true
+		l.observed = true
 	}
 	if len(cfg.BestEffort) == 0 {
 		return l, nil

@@ -2,60 +2,93 @@ package eventlog
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
 // token serializes commit plus publication when a log has observers, so
 // every observer sees sequences in order. It is a lock a waiting appender
-// can give up on when its context ends. Taking a free token is one
-// compare-and-swap and giving it back one store; only a waiter parks, on a
-// channel. A channel of capacity one as the token did the same with two
-// channel operations per append, a measurable part of an observed append.
+// can give up on when its context ends, and it is fair: a token given back
+// while appenders wait goes to the one that has waited longest, so an
+// appender that takes it back to back cannot starve one whose wait is
+// bounded (an observer's bound).
+//
+// Taking a free token is one compare-and-swap and giving it back with
+// nobody waiting one more; only a contended token takes the mutex and
+// parks waiters, each on a channel of its own. A one-slot channel as the
+// token cost two channel operations on every observed append.
 type token struct {
-	held    atomic.Bool
-	waiters atomic.Int32
-	wake    chan struct{} // capacity one: a give-back tells one waiter to try again
+	state atomic.Int32 // tokenFree, tokenHeld or tokenQueued
+
+	mu    sync.Mutex
+	queue []chan struct{} // waiters, longest first; a close hands one the token
 }
 
-func newToken() token { return token{wake: make(chan struct{}, 1)} }
+const (
+	tokenFree   int32 = iota
+	tokenHeld         // held, nobody waits
+	tokenQueued       // held, and queue has waiters: a give-back hands it on
+)
 
 // acquire takes the token, preferring it over a done context.
 func (t *token) acquire(ctx context.Context) error {
-	if t.held.CompareAndSwap(false, true) {
+	if t.state.CompareAndSwap(tokenFree, tokenHeld) {
 		return nil
 	}
 	return t.wait(ctx)
 }
 
 func (t *token) wait(ctx context.Context) error {
-	// Counted before the next try: a give-back either sees the waiter and
-	// wakes it, or happened before the try, which then takes the token.
-	t.waiters.Add(1)
-	defer t.waiters.Add(-1)
+	t.mu.Lock()
 	for {
-		if t.held.CompareAndSwap(false, true) {
+		if t.state.CompareAndSwap(tokenFree, tokenHeld) {
+			t.mu.Unlock()
 			return nil
 		}
-		select {
-		case <-t.wake:
-		case <-ctx.Done():
-			if t.held.CompareAndSwap(false, true) {
-				return nil
-			}
-			return ctx.Err()
+		// Marked under mu before queueing, so that a give-back that sees
+		// the mark finds this waiter in the queue.
+		if t.state.CompareAndSwap(tokenHeld, tokenQueued) || t.state.Load() == tokenQueued {
+			break
 		}
 	}
+	ch := make(chan struct{})
+	t.queue = append(t.queue, ch)
+	t.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := slices.Index(t.queue, ch)
+	if i < 0 {
+		return nil // handed the token as the context ended: keep it
+	}
+	t.queue = slices.Delete(t.queue, i, i+1)
+	if len(t.queue) == 0 {
+		t.state.Store(tokenHeld) // the holder still holds it; nobody waits now
+	}
+	return ctx.Err()
 }
 
-// release gives the token back and wakes a waiter, if there is one. A wake
-// no waiter takes stays in the channel and costs the next waiter one more
-// try.
+// release gives the token back, or hands it straight to the longest
+// waiter.
 func (t *token) release() {
-	t.held.Store(false)
-	if t.waiters.Load() > 0 {
-		select {
-		case t.wake <- struct{}{}:
-		default: // a wake is pending already
-		}
+	if t.state.CompareAndSwap(tokenHeld, tokenFree) {
+		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.queue) == 0 {
+		t.state.Store(tokenFree)
+		return
+	}
+	ch := t.queue[0]
+	t.queue = slices.Delete(t.queue, 0, 1)
+	if len(t.queue) == 0 {
+		t.state.Store(tokenHeld) // the new holder's, with nobody waiting
+	}
+	close(ch)
 }

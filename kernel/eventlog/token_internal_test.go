@@ -18,14 +18,14 @@ func expiredCtx() context.Context {
 // A free token is taken even with a done context; a held one is not, and
 // the waiter gets its context's error.
 func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
-	tk := newToken()
+	tk := new(token)
 	if err := tk.acquire(expiredCtx()); err != nil {
 		t.Fatalf("acquire of a free token with a done context: %v", err)
 	}
 	if err := tk.acquire(expiredCtx()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire of a held token = %v, want context.Canceled", err)
 	}
-	if n := tk.waiters.Load(); n != 0 {
+	if n := len(tk.queue); n != 0 {
 		t.Fatalf("%d waiters left after giving up", n)
 	}
 	tk.release()
@@ -37,7 +37,7 @@ func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
 // A waiter parks until the token is given back, then takes it.
 func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tk := newToken()
+		tk := new(token)
 		if err := tk.acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -53,17 +53,17 @@ func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 		if err := <-got; err != nil {
 			t.Fatalf("waiter: %v", err)
 		}
-		if !tk.held.Load() {
+		if tk.state.Load() != tokenHeld {
 			t.Fatal("the waiter returned without the token")
 		}
 	})
 }
 
-// A waiter whose context ends gives up; a wake left behind does not let
-// anyone take a held token.
+// A waiter whose context ends gives up and leaves the queue; the holder
+// still holds the token and nobody else gets it.
 func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tk := newToken()
+		tk := new(token)
 		if err := tk.acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -72,19 +72,59 @@ func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 		if err := tk.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("acquire = %v, want context.DeadlineExceeded", err)
 		}
-		tk.wake <- struct{}{} // a stale wake
-		short, cancel2 := context.WithTimeout(context.Background(), time.Second)
-		defer cancel2()
-		if err := tk.acquire(short); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a stale wake let acquire take a held token: %v", err)
+		if len(tk.queue) != 0 || tk.state.Load() != tokenHeld {
+			t.Fatalf("after a give-up: %d queued, state %d; want 0 queued, held", len(tk.queue), tk.state.Load())
 		}
+		tk.release()
+		if tk.state.Load() != tokenFree {
+			t.Fatal("a release with nobody waiting left the token taken")
+		}
+	})
+}
+
+// An appender that takes the token back to back cannot starve a waiter:
+// a give-back while someone waits hands the token to the longest waiter.
+func TestK17_TokenIsFairToAWaiterWithABound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tk := new(token)
+		stop, holding := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if tk.acquire(context.Background()) != nil {
+					return
+				}
+				if i == 0 {
+					close(holding)
+				}
+				time.Sleep(20 * time.Microsecond) // an observer at work
+				tk.release()
+			}
+		})
+		<-holding // every acquire below has to wait for the other appender
+		for range 20 {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			err := tk.acquire(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("a waiter bounded to 100ms gave up behind a holder that holds 20µs at a time: %v", err)
+			}
+			tk.release()
+		}
+		close(stop)
+		wg.Wait()
 	})
 }
 
 // Many appenders, some giving up: every holder is alone, and nobody is
 // left waiting on a free token.
 func TestK17_TokenExcludesUnderContention(t *testing.T) {
-	tk := newToken()
+	tk := new(token)
 	var (
 		wg      sync.WaitGroup
 		inside  int // guarded by tk; the race detector checks it
@@ -113,8 +153,8 @@ func TestK17_TokenExcludesUnderContention(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if tk.held.Load() || tk.waiters.Load() != 0 {
-		t.Fatalf("held %v, waiters %d after every appender finished", tk.held.Load(), tk.waiters.Load())
+	if tk.state.Load() != tokenFree || len(tk.queue) != 0 {
+		t.Fatalf("state %d, %d queued after every appender finished", tk.state.Load(), len(tk.queue))
 	}
 	if entered < 8*500*6/7-8 {
 		t.Fatalf("only %d of %d acquisitions without a deadline succeeded", entered, 8*500)
