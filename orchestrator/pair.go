@@ -17,8 +17,7 @@ import (
 // concurrent use.
 type Pair struct {
 	cfg   settings
-	crew  *crew // the workers: own, or lent by a Team
-	own   crew
+	crew  *crew         // the workers: the pair's own, or lent by a Team
 	team  *Team         // lent the crew; nil for a pair of its own
 	held  atomic.Uint32 // a crewState
 	slab  slab          // AfterRun delivery: both relays' slots
