@@ -102,6 +102,9 @@ func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 	if p.cfg.Pattern == Relay && p.runs == 1 {
 		next = last
 	}
+	// Room for every event of the run (and the next run's), should the
+	// slab need a block.
+	rl.hint = int(last + next)
 	defer func() { rl.hint = 0 }()
 	for {
 		e, err := sub.Next(bg)
@@ -112,7 +115,6 @@ func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 			p.fail(err)
 			return
 		}
-		rl.hint = int(last - e.Seq() + 1 + next)
 		if err := rl.relay(ctx, &e); err != nil {
 			// An observer's refusal leaves the event committed (K16):
 			// keep relaying so that the run's lifecycles stay whole.
@@ -147,12 +149,14 @@ func (s *slab) relay(worker string, run id.Run, fixed int, e *eventlog.Event, hi
 	r := &s.free[0]
 	s.free = s.free[1:]
 	// A kind is a bound.Name, which JSON never escapes: its encoded
-	// length is its length and two quotes, as the log measured it.
-	size := e.EncodedLen() - envelopeFixed - eventlog.UintLen(e.Seq()) - len(e.Kind()) - 2
-	if size < 2 {
+	// length is its length and two quotes, as the log measured it. The
+	// run sequence is as long in the Relayed as the sequence was in the
+	// envelope.
+	size := e.EncodedLen() - envelopeFixed - len(e.Kind()) - 2
+	if size-eventlog.UintLen(e.Seq()) < 2 {
 		size = 0 // not an envelope this package knows: measure instead
 	} else {
-		size += fixed + eventlog.UintLen(e.Seq())
+		size += fixed
 	}
 	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: size}
 	return Relayed{r}
