@@ -240,3 +240,26 @@ func TestK8_CancellationErrorWhileRunActiveIsFailure(t *testing.T) {
 		})
 	}
 }
+
+// A provider that reports the cause its caller gave for the cancellation
+// (context.Cause) ends the run cancelled, not failed: whether the run was
+// cancelled is decided from its own context (K24).
+func TestK24_ProviderReturningTheCauseEndsTheRunCancelled(t *testing.T) {
+	hostGone := errors.New("host going away")
+	streaming := make(chan struct{})
+	f := newFixture(t, fixtureConfig{mutate: func(c *engine.Config) {
+		c.Provider = providerFunc(func(ctx context.Context, _ model.Request) (model.Stream, error) {
+			close(streaming)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+	}})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := f.start(t, ctx, 2)
+	<-streaming
+	cancel(hostGone)
+	res, err := waitRun(r)
+	require.ErrorIs(t, err, engine.ErrCancelled)
+	require.Equal(t, engine.Cancelled, res.Status)
+	require.Equal(t, event.KindRunCancelled, f.rec.Kinds()[len(f.rec.Kinds())-1])
+}

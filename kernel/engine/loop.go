@@ -156,7 +156,7 @@ func (r *Run) model(turnID id.Turn) (resp model.Response, out outcome, ok bool) 
 	}
 	stream, err := openStream(r.ctx, r.e.cfg.Provider, req)
 	if err != nil {
-		if r.ctx.Err() != nil && isContextErr(err) {
+		if r.cancelledWith(err) {
 			return resp, outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
 		}
 		p := problemProvider
@@ -204,7 +204,7 @@ func (r *Run) consume(opID id.Operation, s model.Stream, asm *model.Assembler) (
 			break
 		}
 		if err != nil {
-			if r.ctx.Err() != nil && isContextErr(err) {
+			if r.cancelledWith(err) {
 				return outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
 			}
 			p := problemStream
@@ -301,7 +301,7 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 		}
 	}
 	// Only the run's own context decides cancellation (K8, K24).
-	if r.ctx.Err() != nil && isContextErr(err) {
+	if r.cancelledWith(err) {
 		if err := r.end(event.ToolCancelled{OperationID: opID, CallID: call.ID(), Name: call.Name(), Outcome: o.String()}); err != nil {
 			return res, r.emitFailed(err), false
 		}
@@ -339,4 +339,14 @@ func (r *Run) completeTool(opID id.Operation, call tool.Call, res tool.Result) (
 
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// cancelledWith reports whether err is the run's cancellation: the run's
+// own context has ended (K24), and err is a context error or the cause the
+// caller gave for the end (a provider or tool returning context.Cause).
+func (r *Run) cancelledWith(err error) bool {
+	if r.ctx.Err() == nil {
+		return false
+	}
+	return isContextErr(err) || errors.Is(err, context.Cause(r.ctx))
 }

@@ -51,7 +51,16 @@ func (c *runCtx) Err() error {
 	if m := c.real.Load(); m != nil {
 		return m.ctx.Err()
 	}
-	switch c.state.Load() {
+	s := c.state.Load()
+	if s != ctxLive {
+		// A real context made since the first load answers for the end:
+		// the state may record the caller's end before the real context
+		// has heard of it.
+		if m := c.real.Load(); m != nil {
+			return m.ctx.Err()
+		}
+	}
+	switch s {
 	case ctxCancelled:
 		return context.Canceled
 	case ctxCaller:

@@ -196,18 +196,14 @@ func TestK24_RunCtxDoneClosedMeansErrSet(t *testing.T) {
 		var (
 			wg       sync.WaitGroup
 			panicked any
-			quit     = make(chan struct{})
 			spinning = make(chan struct{})
 		)
 		wg.Go(func() {
 			defer func() { panicked = recover() }()
 			close(spinning)
-			for {
-				select {
-				case <-quit:
-					return
-				default:
-				}
+			// Bounded, so that on one CPU cancel still runs once the
+			// loop is done; on more, the two overlap.
+			for range 200 {
 				_, cancel := context.WithCancel(c)
 				cancel()
 				select {
@@ -221,7 +217,6 @@ func TestK24_RunCtxDoneClosedMeansErrSet(t *testing.T) {
 		})
 		<-spinning
 		c.cancel()
-		close(quit)
 		wg.Wait()
 		if panicked != nil {
 			t.Fatalf("deriving from a run context being cancelled: %v", panicked)
