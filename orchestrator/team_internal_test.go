@@ -40,8 +40,7 @@ func TestTeamLendsTheSameCrewUntilAStop(t *testing.T) {
 	a, b := play("p-1"), play("p-2")
 	require.Same(t, a.crew, b.crew, "the second pair was not lent the first one's crew")
 
-	team.cfg.Started = func(p *Pair) { p.Cancel() }
-	team.n.Started = team.cfg.Started
+	team.n.Started = func(p *Pair) { p.Cancel() } // the settings each pair copies
 	stopped := play("p-3")
 	require.Same(t, a.crew, stopped.crew)
 	team.n.Started = nil
