@@ -53,7 +53,7 @@ type Pair struct {
 	final   message.Message
 	review  message.Message
 	seen    [][sha256.Size]byte
-	seenBuf [4][sha256.Size]byte
+	seenBuf [2][sha256.Size]byte // a relay hands off once; room to grow past it
 	result  Result
 	err     error
 }
@@ -169,6 +169,13 @@ func (p *Pair) Done() <-chan struct{} { return p.done }
 // *Error for every other reason, and a *DurabilityError when the pair
 // terminal could not be made durable.
 func (p *Pair) Wait(ctx context.Context) (Result, error) {
+	// A pair played by Run has ended by now, and a closed channel alone
+	// is much cheaper to check than a select.
+	select {
+	case <-p.done:
+		return p.result, p.err
+	default:
+	}
 	select {
 	case <-p.done:
 		return p.result, p.err

@@ -56,11 +56,11 @@ type Started struct {
 
 func (Started) Kind() string { return KindStarted }
 
-// fingerprintHex stands in for the hex digits of a SHA-256 (a plan
-// fingerprint or a handoff digest) when only measuring: there are always
-// 64, which JSON never escapes, so the hex form is only built when the
-// event is encoded.
-const fingerprintHex = "0000000000000000000000000000000000000000000000000000000000000000"
+// hexLen is how long a SHA-256 (a plan fingerprint or a handoff digest)
+// is in hex. Hex digits never need escaping, so measuring adds it to the
+// length of the payload with an empty digest instead of building or
+// scanning the digits: they are only built when the event is encoded.
+const hexLen = 2 * sha256.Size
 
 func (p Started) fields(o *eventlog.Object, fingerprint string) {
 	o.String("pair_id", p.PairID)
@@ -81,8 +81,8 @@ func (p Started) AppendJSON(dst []byte) []byte {
 
 func (p Started) EncodedLen() int {
 	o := eventlog.MeasureObject()
-	p.fields(&o, fingerprintHex)
-	return o.Len()
+	p.fields(&o, "")
+	return o.Len() + hexLen
 }
 
 // HandedOff is the payload of pair.handoff: the provenance of one handoff
@@ -120,8 +120,8 @@ func (p HandedOff) AppendJSON(dst []byte) []byte {
 
 func (p HandedOff) EncodedLen() int {
 	o := eventlog.MeasureObject()
-	p.fields(&o, fingerprintHex) // a SHA-256 in hex, as long as a fingerprint
-	return o.Len()
+	p.fields(&o, "")
+	return o.Len() + hexLen
 }
 
 // Ended is the payload of the pair terminal: pair.completed, pair.failed

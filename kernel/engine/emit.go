@@ -205,7 +205,7 @@ func (r *Run) finalize(out outcome) {
 	// never hold up Wait (K17). Closed before unregistered: once Close or
 	// Shutdown returns, every run it waited for has ended and its
 	// observers' goroutines are gone (K27).
-	close(r.done)
+	r.done.fire()
 	_ = r.log.Close(fctx)
 	// Released before unregistered: once Close or Shutdown returns, no
 	// context an observer was given for this run is still open.

@@ -156,9 +156,7 @@ func (e *Engine) register(r *Run) error {
 		return ErrClosed
 	}
 	if old := e.lookup(r.id); old != nil {
-		select {
-		case <-old.done:
-		default:
+		if !old.done.fired() {
 			return ErrRunActive
 		}
 		e.remove(old)

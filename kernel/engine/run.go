@@ -82,7 +82,7 @@ type Run struct {
 	// clockBroken records that the injected clock panicked; the loop's
 	// next event then fails the run (K25).
 	clockBroken atomic.Bool
-	done        chan struct{}
+	done        ended
 
 	// Owned by the loop goroutine until done is closed; read-only after.
 	st       state
@@ -111,15 +111,20 @@ func (r *Run) Cancel() { r.rctx.cancel() }
 func (r *Run) Suspend() { r.suspend.Store(true) }
 
 // Done is closed when the run has ended.
-func (r *Run) Done() <-chan struct{} { return r.done }
+func (r *Run) Done() <-chan struct{} { return r.done.wait() }
 
 // Wait blocks until the run has ended or ctx is done. The error is nil for a
 // completed run, ErrCancelled for a cancelled one, ErrSuspended for a
 // suspended one, a *Failure for a failed one, and a *DurabilityError when the
 // terminal event could not be made durable (K26).
 func (r *Run) Wait(ctx context.Context) (Result, error) {
+	// A run played on the caller's goroutine has ended by now: then it
+	// needs no channel and no select.
+	if r.done.fired() {
+		return r.result, r.err
+	}
 	select {
-	case <-r.done:
+	case <-r.done.wait():
 		return r.result, r.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
@@ -135,7 +140,7 @@ func (r *Run) Subscribe(ctx context.Context, afterSeq uint64) (*eventlog.Subscri
 func (r *Run) Stats() eventlog.Stats { return r.log.Stats() }
 
 func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease *plan.Lease, st state) (*Run, error) {
-	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), done: make(chan struct{}), st: st}
+	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), st: st}
 	r.open = r.openBuf[:0]
 	fail := func(err error) (*Run, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FinalizeTimeout)

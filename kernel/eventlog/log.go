@@ -93,28 +93,45 @@ func (c Config) validate() error {
 // Log is a strictly sequenced, bounded, observable event log. It is safe for
 // concurrent use. The first event has sequence 1 and every next one exactly
 // one more; a sequence, once committed, is never reused (K15, K16).
+//
+// Every run has a log, so it keeps only what it reads after New, and stays
+// small: a smaller log is less for every run to allocate and to collect.
 type Log struct {
-	cfg Config
+	lim limits
 
 	// pub serializes commit plus publication when there are observers, so
 	// every observer sees sequences in order.
 	pub      token
 	observed bool        // the log has observers: appends take pub
+	closed   bool        // no more appends; guarded by mu
 	be       *bestEffort // nil without best-effort observers
 
-	mu     sync.Mutex
-	ring   []entry // retained events, oldest at head, grown up to MaxEvents
-	head   int
-	count  int
-	bytes  int
-	last   uint64        // last committed sequence
-	closed bool          // no more appends
-	wake   chan struct{} // made only while a subscriber waits; closed on change
-	stats  Stats         // counters guarded by mu
+	mu    sync.Mutex
+	ring  []entry // retained events, oldest at head, grown up to MaxEvents
+	head  int
+	count int
+	bytes int
+	last  uint64        // last committed sequence
+	wake  chan struct{} // made only while a subscriber waits; closed on change
+	stats counters      // guarded by mu
 
 	observerFailures atomic.Uint64
 	bestEffortDrops  atomic.Uint64
 	bestEffortFails  atomic.Uint64
+}
+
+// limits is what a log reads of its Config after New.
+type limits struct {
+	maxEvents, maxBytes         int
+	reserveEvents, reserveBytes int
+	maxLag, capacity            int
+	name                        string
+	required                    []Observer
+}
+
+// counters are the Stats a log counts under its mutex.
+type counters struct {
+	evictions, rejected, outOfRange, exhaustions, slowDisconnects uint64
 }
 
 // New validates cfg and returns an empty log. If cfg has best-effort
@@ -123,15 +140,18 @@ func New(cfg Config) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Required = append([]Observer(nil), cfg.Required...)
-	cfg.BestEffort = append([]Observer(nil), cfg.BestEffort...)
 	if cfg.Mailbox == 0 {
 		cfg.Mailbox = defaultMailbox
 	}
 	if cfg.Capacity == 0 {
 		cfg.Capacity = defaultCapacity
 	}
-	l := &Log{cfg: cfg, last: cfg.After}
+	l := &Log{last: cfg.After, lim: limits{
+		maxEvents: cfg.MaxEvents, maxBytes: cfg.MaxBytes,
+		reserveEvents: cfg.ReserveEvents, reserveBytes: cfg.ReserveBytes,
+		maxLag: cfg.MaxLag, capacity: cfg.Capacity, name: cfg.Name,
+		required: append([]Observer(nil), cfg.Required...),
+	}}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
 		l.observed = true
 	}
@@ -203,10 +223,10 @@ func (l *Log) commitAndPublish(ctx context.Context, e *Event, terminal bool) (co
 // stores e, filling in its sequence, log name and full size. Only here is a
 // sequence consumed, and only when it returns nil.
 func (l *Log) commit(e *Event, terminal bool) error {
-	maxEvents, maxBytes := l.cfg.MaxEvents, l.cfg.MaxBytes
+	maxEvents, maxBytes := l.lim.maxEvents, l.lim.maxBytes
 	if !terminal {
-		maxEvents -= l.cfg.ReserveEvents
-		maxBytes -= l.cfg.ReserveBytes
+		maxEvents -= l.lim.reserveEvents
+		maxBytes -= l.lim.reserveBytes
 	}
 	l.mu.Lock()
 	if l.closed {
@@ -216,20 +236,20 @@ func (l *Log) commit(e *Event, terminal bool) error {
 	if l.last == math.MaxUint64 {
 		// A sequence is never reused (K15): past the last one, nothing
 		// more can be committed.
-		l.stats.Rejected++
+		l.stats.rejected++
 		l.mu.Unlock()
 		return bound.Conflicting("event.seq", "the log has used its last sequence number")
 	}
 	seq := l.last + 1
 	size := e.size + UintLen(seq)
 	if size > maxBytes || size > MaxEventBytes {
-		l.stats.Rejected++
+		l.stats.rejected++
 		l.mu.Unlock()
 		return &bound.Error{Field: "event", Rule: bound.TooLarge,
 			Limit: min(maxBytes, MaxEventBytes), Got: size,
 			Detail: "the encoded event does not fit in the log"}
 	}
-	e.seq, e.log, e.size = seq, l.cfg.Name, size
+	e.seq, e.log, e.size = seq, l.lim.name, size
 	for l.count > 0 && (l.count >= maxEvents || l.bytes+size > maxBytes) {
 		l.evictOldest()
 	}
@@ -242,7 +262,7 @@ func (l *Log) commit(e *Event, terminal bool) error {
 
 func (l *Log) push(e *Event) {
 	if l.count == len(l.ring) {
-		n := min(max(2*len(l.ring), l.cfg.Capacity), l.cfg.MaxEvents)
+		n := min(max(2*len(l.ring), l.lim.capacity), l.lim.maxEvents)
 		ring := make([]entry, n)
 		k := copy(ring, l.ring[l.head:])
 		copy(ring[k:], l.ring[:l.head])
@@ -258,7 +278,7 @@ func (l *Log) evictOldest() {
 	l.ring[l.head] = entry{} // drop the payload reference
 	l.head = l.slot(1)
 	l.count--
-	l.stats.Evictions++
+	l.stats.evictions++
 }
 
 // slot returns the ring index of the i-th retained event.
@@ -276,7 +296,7 @@ func (l *Log) first() uint64 { return l.last - uint64(l.count) + 1 }
 // at returns the retained event with sequence seq, first() <= seq <= last.
 func (l *Log) at(seq uint64) Event {
 	s := &l.ring[l.slot(int(seq-l.first()))]
-	return Event{log: l.cfg.Name, seq: seq, kind: s.kind, time: time.Unix(s.sec, int64(s.nsec)).UTC(),
+	return Event{log: l.lim.name, seq: seq, kind: s.kind, time: time.Unix(s.sec, int64(s.nsec)).UTC(),
 		payload: s.payload, size: int(s.size)}
 }
 
@@ -361,9 +381,12 @@ type Stats struct {
 // Stats returns a snapshot of the log's counters.
 func (l *Log) Stats() Stats {
 	l.mu.Lock()
-	s := l.stats
-	s.RetainedEvents, s.RetainedBytes = l.count, l.bytes
-	s.FirstSeq, s.LastSeq = l.first(), l.last
+	c := l.stats
+	s := Stats{
+		RetainedEvents: l.count, RetainedBytes: l.bytes, FirstSeq: l.first(), LastSeq: l.last,
+		Evictions: c.evictions, Rejected: c.rejected, OutOfRange: c.outOfRange,
+		Exhaustions: c.exhaustions, SlowDisconnects: c.slowDisconnects,
+	}
 	l.mu.Unlock()
 	s.ObserverFailures = l.observerFailures.Load()
 	s.BestEffortDrops = l.bestEffortDrops.Load()

@@ -39,7 +39,7 @@ func observe(ctx context.Context, o Observer, e Event) (err error) {
 // fails, and then offers e to every best-effort mailbox (K16, K17). The
 // caller holds the publication token.
 func (l *Log) publish(ctx context.Context, e Event) error {
-	for i, o := range l.cfg.Required {
+	for i, o := range l.lim.required {
 		if err := observe(ctx, o, e); err != nil {
 			l.observerFailures.Add(1)
 			// Best-effort observers never get an event a required one

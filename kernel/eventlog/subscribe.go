@@ -38,7 +38,7 @@ func (l *Log) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, er
 		if afterSeq > l.last {
 			rec = l.last
 		}
-		l.stats.OutOfRange++
+		l.stats.outOfRange++
 		l.mu.Unlock()
 		return nil, &OutOfRangeError{LastDelivered: afterSeq, Recovery: rec}
 	}
@@ -54,7 +54,7 @@ func (l *Log) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, er
 // lowCursor returns the oldest cursor the log serves now.
 func (l *Log) lowCursor() uint64 {
 	low := l.first() - 1
-	if lag := uint64(l.cfg.MaxLag); lag > 0 && l.last > lag {
+	if lag := uint64(l.lim.maxLag); lag > 0 && l.last > lag {
 		low = max(low, l.last-lag)
 	}
 	return low
@@ -123,10 +123,10 @@ func (s *Subscription) check() {
 	l := s.log
 	switch {
 	case s.next < l.first():
-		l.stats.Exhaustions++
+		l.stats.exhaustions++
 		s.err = &ExhaustedError{Reason: Evicted, LastDelivered: s.next - 1, Recovery: l.lowCursor()}
-	case l.cfg.MaxLag > 0 && l.last-(s.next-1) > uint64(l.cfg.MaxLag):
-		l.stats.SlowDisconnects++
+	case l.lim.maxLag > 0 && l.last-(s.next-1) > uint64(l.lim.maxLag):
+		l.stats.slowDisconnects++
 		s.err = &ExhaustedError{Reason: Lagged, LastDelivered: s.next - 1, Recovery: l.lowCursor()}
 	case l.closed && s.next > l.last:
 		s.err = io.EOF

@@ -88,8 +88,10 @@ func Assistant(text string, calls ...tool.Call) (Message, error) {
 		}
 		parts = append(parts, Part{kind: KindText, text: text})
 	}
-	for _, c := range calls {
-		parts = append(parts, Part{kind: KindToolCall, call: c})
+	// One copy of the calls backs every call part.
+	own := append([]tool.Call(nil), calls...)
+	for i := range own {
+		parts = append(parts, Part{kind: KindToolCall, call: &own[i]})
 	}
 	if err := check(RoleAssistant, parts); err != nil {
 		return Message{}, err
@@ -100,8 +102,10 @@ func Assistant(text string, calls ...tool.Call) (Message, error) {
 // Results returns a tool message holding one part per result in order.
 func Results(results ...tool.Result) (Message, error) {
 	parts := make([]Part, len(results))
-	for i, r := range results {
-		parts[i] = Part{kind: KindToolResult, result: r}
+	// One copy of the results backs every result part.
+	own := append([]tool.Result(nil), results...)
+	for i := range own {
+		parts[i] = Part{kind: KindToolResult, result: &own[i]}
 	}
 	if err := check(RoleTool, parts); err != nil {
 		return Message{}, err
@@ -148,7 +152,7 @@ func checkPart(role Role, before []Part, p Part, i int) error {
 		if role != RoleAssistant {
 			return bound.Conflicting(partField(i, ""), "only an assistant message holds tool calls")
 		}
-		if p.call.IsZero() {
+		if p.call == nil || p.call.IsZero() {
 			return bound.Missing(partField(i, ".tool_call"))
 		}
 		for _, q := range before {
@@ -160,7 +164,7 @@ func checkPart(role Role, before []Part, p Part, i int) error {
 		if role != RoleTool {
 			return bound.Conflicting(partField(i, ""), "only a tool message holds tool results")
 		}
-		if p.result.IsZero() {
+		if p.result == nil || p.result.IsZero() {
 			return bound.Missing(partField(i, ".tool_result"))
 		}
 		for _, q := range before {
@@ -232,7 +236,7 @@ func (m Message) Text() string {
 func (m Message) Calls() iter.Seq[tool.Call] {
 	return func(yield func(tool.Call) bool) {
 		for _, p := range m.parts {
-			if p.kind == KindToolCall && !yield(p.call) {
+			if p.kind == KindToolCall && !yield(*p.call) {
 				return
 			}
 		}
@@ -255,7 +259,7 @@ func (m Message) NumCalls() int {
 func (m Message) Results() iter.Seq[tool.Result] {
 	return func(yield func(tool.Result) bool) {
 		for _, p := range m.parts {
-			if p.kind == KindToolResult && !yield(p.result) {
+			if p.kind == KindToolResult && !yield(*p.result) {
 				return
 			}
 		}

@@ -31,11 +31,15 @@ func (k Kind) String() string {
 // Part is one immutable piece of a message. It is a struct rather than an
 // interface so that parts live inline in the message's one slice. The zero
 // Part is invalid and is rejected by New.
+//
+// A call or result is held by pointer, never written after construction:
+// text parts, by far the most common, are then a fifth of the size they
+// would be with both held inline, and so is every text message.
 type Part struct {
 	kind   Kind
 	text   string
-	call   tool.Call
-	result tool.Result
+	call   *tool.Call
+	result *tool.Result
 }
 
 // TextPart returns a text part. The text must be non-empty valid UTF-8 of at
@@ -49,11 +53,11 @@ func TextPart(text string) (Part, error) {
 
 // CallPart returns a part holding a tool call. A tool.Call is already
 // validated; New rejects the zero Call.
-func CallPart(c tool.Call) Part { return Part{kind: KindToolCall, call: c} }
+func CallPart(c tool.Call) Part { return Part{kind: KindToolCall, call: &c} }
 
 // ResultPart returns a part holding a tool result. A tool.Result is already
 // validated; New rejects the zero Result.
-func ResultPart(r tool.Result) Part { return Part{kind: KindToolResult, result: r} }
+func ResultPart(r tool.Result) Part { return Part{kind: KindToolResult, result: &r} }
 
 // Kind returns which member is set; 0 for the zero Part.
 func (p Part) Kind() Kind { return p.kind }
@@ -62,10 +66,20 @@ func (p Part) Kind() Kind { return p.kind }
 func (p Part) Text() string { return p.text }
 
 // Call returns the tool call of a tool-call part.
-func (p Part) Call() (tool.Call, bool) { return p.call, p.kind == KindToolCall }
+func (p Part) Call() (tool.Call, bool) {
+	if p.call == nil {
+		return tool.Call{}, false
+	}
+	return *p.call, p.kind == KindToolCall
+}
 
 // Result returns the tool result of a tool-result part.
-func (p Part) Result() (tool.Result, bool) { return p.result, p.kind == KindToolResult }
+func (p Part) Result() (tool.Result, bool) {
+	if p.result == nil {
+		return tool.Result{}, false
+	}
+	return *p.result, p.kind == KindToolResult
+}
 
 // IsZero reports whether p is the zero Part.
 func (p Part) IsZero() bool { return p.kind == 0 }
