@@ -15,7 +15,7 @@ import (
 // engine observer (Live) or from the finished run's log (AfterRun).
 type relay struct {
 	p    *Pair
-	role string
+	role *string // the role in its pair's settings, which relayed events share
 	// slab is own (Live), or the pair's slab shared by both relays
 	// (AfterRun, where only the pair goroutine relays), so that the
 	// second run of a relay can fill the first run's block.
@@ -59,7 +59,7 @@ func (r *relay) relay(ctx context.Context, e *eventlog.Event) error {
 // for it.
 func (r *relay) runOf(e *eventlog.Event) id.Run {
 	if run := id.Run(e.Log()); run != r.run || r.fixed == 0 {
-		r.run, r.fixed = run, relayedFixed(r.role, run)
+		r.run, r.fixed = run, relayedFixed(*r.role, run)
 	}
 	return r.run
 }
@@ -141,7 +141,7 @@ const maxBlock = 64
 // expected (0 if unknown). The payload's length is read off the event's
 // encoded size, which the run log has measured already, so the timeline's
 // byte bound costs no second measurement.
-func (s *slab) relay(worker string, run id.Run, fixed int, e *eventlog.Event, hint int) Relayed {
+func (s *slab) relay(worker *string, run id.Run, fixed int, e *eventlog.Event, hint int) Relayed {
 	if len(s.free) == 0 {
 		n := min(max(hint, 8), maxBlock)
 		s.free = make([]relayed, n)
@@ -158,6 +158,6 @@ func (s *slab) relay(worker string, run id.Run, fixed int, e *eventlog.Event, hi
 	} else {
 		size += fixed
 	}
-	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: size}
+	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: int32(size)}
 	return Relayed{r}
 }

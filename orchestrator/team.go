@@ -54,7 +54,7 @@ func (c *crew) lend(p *Pair) {
 	c.pair = p
 	for i := range c.relays {
 		rl := &c.relays[i]
-		rl.p, rl.role, rl.hint, rl.run, rl.fixed = p, p.cfg.Roles[i], 0, "", 0
+		rl.p, rl.role, rl.hint, rl.run, rl.fixed = p, &p.cfg.Roles[i], 0, "", 0
 		rl.slab = &rl.own
 		if p.cfg.Delivery == AfterRun {
 			rl.slab = &p.slab

@@ -195,25 +195,28 @@ func (p Ended) EncodedLen() int {
 type Relayed struct{ r *relayed }
 
 type relayed struct {
-	worker  string
+	// The role, shared by every event a pair relays from that worker: a
+	// slot is then small enough that a text pair's fourteen fit a block
+	// of the next smaller size.
+	worker  *string
 	runID   id.Run
 	runSeq  uint64
 	payload eventlog.Payload
-	size    int // the Relayed's EncodedLen when known, else 0
+	size    int32 // the Relayed's EncodedLen when known, else 0; at most eventlog.MaxEventBytes
 }
 
 // NewRelayed returns the relayed form of a run event, for hosts that
 // rebuild a timeline from stored events.
 func NewRelayed(worker string, runID id.Run, runSeq uint64, payload eventlog.Payload) Relayed {
-	return Relayed{&relayed{worker: worker, runID: runID, runSeq: runSeq, payload: payload}}
+	return Relayed{&relayed{worker: &worker, runID: runID, runSeq: runSeq, payload: payload}}
 }
 
 // Worker returns the role of the worker whose run wrote the event.
 func (p Relayed) Worker() string {
-	if p.r == nil {
+	if p.r == nil || p.r.worker == nil {
 		return ""
 	}
-	return p.r.worker
+	return *p.r.worker
 }
 
 // RunID returns the run.
@@ -269,7 +272,7 @@ func (p Relayed) AppendJSON(dst []byte) []byte {
 
 func (p Relayed) EncodedLen() int {
 	if p.r != nil && p.r.size > 0 {
-		return p.r.size // measured when relayed (slab.relay)
+		return int(p.r.size) // measured when relayed (slab.relay)
 	}
 	n := 2
 	if pl := p.Payload(); pl != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -99,6 +100,10 @@ func (c *Config) normalize() error {
 	}
 	if l.MaxTurns == 0 {
 		l.MaxTurns = DefaultMaxTurns
+	}
+	if l.MaxTurns > math.MaxInt32 {
+		// A turn's index is kept in 32 bits.
+		return bound.Malformedf("engine.limits.max_turns", "must be at most 2147483647")
 	}
 	if l.MaxEvents == 0 {
 		l.MaxEvents = DefaultMaxEvents

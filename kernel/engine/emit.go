@@ -25,11 +25,11 @@ const (
 // and definition of an open tool operation are in Run.openCall, since tool
 // calls run one at a time and at most one tool lifecycle is ever open.
 type lifecycle struct {
+	turn     id.Turn
+	op       id.Operation
+	index    int32 // a turn's; within the engine's turn limit
 	kind     lifeKind
 	observed bool // a model stream produced an item
-	turn     id.Turn
-	index    int
-	op       id.Operation
 }
 
 // openTool is what closing needs of the open tool operation: its call's
@@ -190,7 +190,8 @@ func (r *Run) finalize(out outcome) {
 	st := r.log.Stats()
 	r.st.lastSeq = st.LastSeq
 	r.e.lastEvents.Store(int32(min(st.RetainedEvents, maxLogCapacity)))
-	r.result = Result{Status: out.status, Final: out.final, Turns: r.st.turns, Usage: r.st.usage, Problem: out.problem, LastSeq: r.st.lastSeq}
+	r.e.lastHistory.Store(int32(min(len(r.st.history), maxHistoryCapacity)))
+	r.status, r.final, r.problem = out.status, out.final, out.problem
 	r.err = outcomeErr(out)
 	if durable != nil {
 		seq := r.st.lastSeq
@@ -241,9 +242,9 @@ func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
 	switch lc.kind {
 	case lifeTurn:
 		if cancelled {
-			return event.TurnCancelled{TurnID: lc.turn, Index: lc.index}
+			return event.TurnCancelled{TurnID: lc.turn, Index: int(lc.index)}
 		}
-		return event.TurnFailed{TurnID: lc.turn, Index: lc.index, Problem: p}
+		return event.TurnFailed{TurnID: lc.turn, Index: int(lc.index), Problem: p}
 	case lifeModel:
 		if cancelled {
 			return event.ModelCancelled{OperationID: lc.op}

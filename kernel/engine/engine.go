@@ -35,6 +35,7 @@ type Engine struct {
 	firstPlan    planParts                 // written once, before lastPlan points to it
 	firstPlanSet atomic.Bool
 	lastEvents   atomic.Int32 // events the last finished run retained (logCapacity)
+	lastHistory  atomic.Int32 // messages the last finished run's history held (historyCapacity)
 
 	mu     sync.Mutex
 	closed bool
@@ -99,9 +100,7 @@ func (e *Engine) prepare(ctx context.Context, def Definition, input Input) (*Run
 	if err != nil {
 		return nil, err
 	}
-	// Room for the answer of a text run, or one tool round and its answer,
-	// without growing the history.
-	history := make([]message.Message, 1, 4)
+	history := make([]message.Message, 1, e.historyCapacity())
 	history[0] = input.Message
 	return e.newRun(ctx, "", def, lease, state{history: history})
 }

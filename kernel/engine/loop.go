@@ -64,7 +64,7 @@ func (r *Run) run(fresh bool) (out outcome) {
 		}
 	}
 	for {
-		if r.ctx.Err() != nil {
+		if r.rctx.Err() != nil {
 			return outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}
 		}
 		if r.st.turns >= r.def.maxTurns {
@@ -91,7 +91,7 @@ func (r *Run) turn() (final message.Message, out outcome, done bool) {
 		return final, idFailed(err), true
 	}
 	index := r.st.turns + 1
-	if err := r.start(lifecycle{kind: lifeTurn, turn: turnID, index: index},
+	if err := r.start(lifecycle{kind: lifeTurn, turn: turnID, index: int32(index)},
 		event.TurnStarted{RunID: r.id, TurnID: turnID, Index: index}); err != nil {
 		return final, r.emitFailed(err), true
 	}
@@ -110,7 +110,7 @@ func (r *Run) turn() (final message.Message, out outcome, done bool) {
 	}
 	results := make([]tool.Result, 0, msg.NumCalls())
 	for call := range msg.Calls() {
-		if r.ctx.Err() != nil {
+		if r.rctx.Err() != nil {
 			return final, outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, true
 		}
 		res, out, ok := r.call(turnID, call)
@@ -147,14 +147,14 @@ func (r *Run) model(turnID id.Turn) (resp model.Response, out outcome, ok bool) 
 	if err != nil {
 		return resp, failed(problemRequest, err), false
 	}
-	if r.ctx.Err() != nil {
+	if r.rctx.Err() != nil {
 		return resp, outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
 	}
 	if err := r.start(lifecycle{kind: lifeModel, turn: turnID, op: opID},
 		event.ModelStarted{TurnID: turnID, OperationID: opID, Model: r.def.model}); err != nil {
 		return resp, r.emitFailed(err), false
 	}
-	stream, err := openStream(r.ctx, r.e.cfg.Provider, req)
+	stream, err := openStream(&r.rctx, r.e.cfg.Provider, req)
 	if err != nil {
 		if r.cancelledWith(err) {
 			return resp, outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
@@ -193,7 +193,7 @@ func (r *Run) model(turnID id.Turn) (resp model.Response, out outcome, ok bool) 
 // consume reads the stream to its end under the K23 rules.
 func (r *Run) consume(opID id.Operation, s model.Stream, asm *model.Assembler) (outcome, bool) {
 	for {
-		if r.ctx.Err() != nil {
+		if r.rctx.Err() != nil {
 			return outcome{status: Cancelled, problem: problemCancelled, cause: ErrCancelled}, false
 		}
 		it, err := recv(s)
@@ -278,7 +278,7 @@ func (r *Run) call(turnID id.Turn, call tool.Call) (res tool.Result, out outcome
 		return r.completeTool(opID, call, res)
 	}
 	rep := newReporter(r, opID, call.ID(), turnID)
-	res, err = dispatch(r.ctx, r.plan.Dispatcher(), call, rep)
+	res, err = dispatch(&r.rctx, r.plan.Dispatcher(), call, rep)
 	obsErr := rep.close()
 	if err == nil {
 		res, out, ok := r.completeTool(opID, call, res)
@@ -345,8 +345,8 @@ func isContextErr(err error) bool {
 // own context has ended (K24), and err is a context error or the cause the
 // caller gave for the end (a provider or tool returning context.Cause).
 func (r *Run) cancelledWith(err error) bool {
-	if r.ctx.Err() == nil {
+	if r.rctx.Err() == nil {
 		return false
 	}
-	return isContextErr(err) || errors.Is(err, context.Cause(r.ctx))
+	return isContextErr(err) || errors.Is(err, context.Cause(&r.rctx))
 }

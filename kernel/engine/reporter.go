@@ -193,7 +193,7 @@ func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
 	// first: a tool that passes context.Background() cannot hold a run
 	// past its cancellation or Shutdown.
 	actx, cancel := context.WithCancel(ctx)
-	a := &ask{cancel: cancel, stop: context.AfterFunc(p.r.ctx, cancel)}
+	a := &ask{cancel: cancel, stop: context.AfterFunc(&p.r.rctx, cancel)}
 	if p.asks == nil {
 		p.asks = make(map[*ask]struct{})
 	}

@@ -66,8 +66,7 @@ type Run struct {
 	lease *plan.Lease
 	plan  plan.Plan
 	log   *eventlog.Log
-	ctx   context.Context // &rctx, handed to providers, tools and the broker
-	rctx  runCtx
+	rctx  runCtx // the run's context, handed to providers, tools and the broker
 	// appendCtx is ctx without its cancellation: events the run decided
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
@@ -90,8 +89,18 @@ type Run struct {
 	openBuf  [2]lifecycle // a turn and one operation: open's usual storage
 	openCall openTool     // the call of the open tool lifecycle, if any
 	ixMu     sync.Mutex   // guards st.interactions and the interactions in flight
-	result   Result
-	err      error
+	// How the run ended, once done has fired; its Result adds what st
+	// holds rather than keeping a second copy of it.
+	status  Status
+	final   message.Message
+	problem problem.Problem
+	err     error
+}
+
+// result returns the Result of an ended run.
+func (r *Run) result() Result {
+	return Result{Status: r.status, Final: r.final, Turns: r.st.turns, Usage: r.st.usage,
+		Problem: r.problem, LastSeq: r.st.lastSeq}
 }
 
 // ID returns the run ID.
@@ -121,11 +130,11 @@ func (r *Run) Wait(ctx context.Context) (Result, error) {
 	// A run played on the caller's goroutine has ended by now: then it
 	// needs no channel and no select.
 	if r.done.fired() {
-		return r.result, r.err
+		return r.result(), r.err
 	}
 	select {
 	case <-r.done.wait():
-		return r.result, r.err
+		return r.result(), r.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
@@ -169,13 +178,12 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	// Complete before registered: Shutdown may cancel r the moment it is
 	// in the active set.
 	r.rctx.caller = ctx
-	r.ctx = &r.rctx
 	// Only observers read the append context (the log ignores it without
 	// them, and a lease's release only waits on its cancellation), so
 	// without observers Background does the same without an allocation.
 	r.appendCtx = context.Background()
 	if e.cfg.observed() {
-		r.appendCtx = context.WithoutCancel(r.ctx)
+		r.appendCtx = context.WithoutCancel(&r.rctx)
 	}
 	pc := e.planParts(r.plan)
 	r.tools, r.fingerprint = pc.tools, pc.fingerprint
@@ -242,9 +250,25 @@ func definitions(p plan.Plan) []tool.Definition {
 // within these bounds. The minimum fits a text run (seven events); the
 // maximum keeps one long run from making every later run reserve as much.
 const (
-	minLogCapacity = 8
+	minLogCapacity = 7
 	maxLogCapacity = 256
 )
+
+// A history's first room, in messages: the engine's last run's count,
+// within these bounds. The minimum fits a text run (the input and the
+// answer); the maximum keeps one long run from making every later run
+// reserve as much.
+const (
+	minHistoryCapacity = 2
+	maxHistoryCapacity = 16
+)
+
+// historyCapacity is room for as many messages as the engine's last run
+// held, so that runs like it never grow their history: a text run then
+// reserves no room for a tool round it will not have.
+func (e *Engine) historyCapacity() int {
+	return max(int(e.lastHistory.Load()), minHistoryCapacity)
+}
 
 // logCapacity is room for as many events as the engine's last run wrote,
 // so that runs like it never grow their log. It is only a hint

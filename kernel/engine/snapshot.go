@@ -83,7 +83,7 @@ func (r *Run) Snapshot() ([]byte, error) {
 	if r.st.uncertain {
 		return nil, &RefusedError{Reason: "a mutating tool call has an uncertain outcome"}
 	}
-	return encodeSnapshot(r.id, r.result.Status, r.def, r.plan.Identity(), r.st, r.result.Problem)
+	return encodeSnapshot(r.id, r.status, r.def, r.plan.Identity(), r.st, r.problem)
 }
 
 // EncodeSnapshot encodes a decoded snapshot again. A snapshot encodes to

@@ -116,8 +116,6 @@ type Log struct {
 	stats counters      // guarded by mu
 
 	observerFailures atomic.Uint64
-	bestEffortDrops  atomic.Uint64
-	bestEffortFails  atomic.Uint64
 }
 
 // limits is what a log reads of its Config after New.
@@ -389,7 +387,9 @@ func (l *Log) Stats() Stats {
 	}
 	l.mu.Unlock()
 	s.ObserverFailures = l.observerFailures.Load()
-	s.BestEffortDrops = l.bestEffortDrops.Load()
-	s.BestEffortFailures = l.bestEffortFails.Load()
+	if l.be != nil {
+		s.BestEffortDrops = l.be.drops.Load()
+		s.BestEffortFailures = l.be.fails.Load()
+	}
 	return s
 }

@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Observer is told about committed events.
@@ -45,7 +46,7 @@ func (l *Log) publish(ctx context.Context, e Event) error {
 			// Best-effort observers never get an event a required one
 			// refused (K17); for them it is dropped, and counted (K20).
 			if l.be != nil {
-				l.bestEffortDrops.Add(uint64(len(l.be.mailboxes)))
+				l.be.drops.Add(uint64(len(l.be.mailboxes)))
 			}
 			return &ObserverError{Seq: e.Seq(), Observer: i, Err: err}
 		}
@@ -66,6 +67,8 @@ type bestEffort struct {
 	stopOnce  sync.Once
 	ctx       context.Context // given to the observers; Close cancels it
 	cancel    context.CancelFunc
+	drops     atomic.Uint64 // events a best-effort observer never saw (Stats)
+	fails     atomic.Uint64 // best-effort observer errors and panics (Stats)
 }
 
 // mailbox is one best-effort observer's bounded queue and goroutine.
@@ -79,14 +82,14 @@ type mailbox struct {
 func (m *mailbox) offer(l *Log, e Event) {
 	select {
 	case <-l.be.stop: // only after a Close that gave up waiting for this append
-		l.bestEffortDrops.Add(1)
+		l.be.drops.Add(1)
 		return
 	default:
 	}
 	select {
 	case m.events <- e:
 	default:
-		l.bestEffortDrops.Add(1)
+		l.be.drops.Add(1)
 	}
 }
 
@@ -111,10 +114,10 @@ func (m *mailbox) run(l *Log) {
 
 func (m *mailbox) deliver(l *Log, e Event) {
 	if l.be.ctx.Err() != nil {
-		l.bestEffortDrops.Add(1)
+		l.be.drops.Add(1)
 		return
 	}
 	if observe(l.be.ctx, m.o, e) != nil {
-		l.bestEffortFails.Add(1)
+		l.be.fails.Add(1)
 	}
 }

@@ -21,9 +21,15 @@ import (
 type token struct {
 	state atomic.Int32 // tokenFree, tokenHeld or tokenQueued
 
-	mu    sync.Mutex
-	queue []chan struct{} // waiters, longest first; a close hands one the token
+	mu sync.Mutex
+	// waiters is made at the first contention and kept: most logs never
+	// see one, and every log is smaller without the room.
+	waiters *waiters
 }
+
+// waiters are the appenders waiting for a token, longest first; a close
+// hands one the token.
+type waiters struct{ queue []chan struct{} }
 
 const (
 	tokenFree   int32 = iota
@@ -53,7 +59,10 @@ func (t *token) wait(ctx context.Context) error {
 		}
 	}
 	ch := make(chan struct{})
-	t.queue = append(t.queue, ch)
+	if t.waiters == nil {
+		t.waiters = new(waiters)
+	}
+	t.waiters.queue = append(t.waiters.queue, ch)
 	t.mu.Unlock()
 	select {
 	case <-ch:
@@ -62,12 +71,13 @@ func (t *token) wait(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	i := slices.Index(t.queue, ch)
+	w := t.waiters
+	i := slices.Index(w.queue, ch)
 	if i < 0 {
 		return nil // handed the token as the context ended: keep it
 	}
-	t.queue = slices.Delete(t.queue, i, i+1)
-	if len(t.queue) == 0 {
+	w.queue = slices.Delete(w.queue, i, i+1)
+	if len(w.queue) == 0 {
 		t.state.Store(tokenHeld) // the holder still holds it; nobody waits now
 	}
 	return ctx.Err()
@@ -81,13 +91,14 @@ func (t *token) release() {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.queue) == 0 {
+	w := t.waiters
+	if w == nil || len(w.queue) == 0 {
 		t.state.Store(tokenFree)
 		return
 	}
-	ch := t.queue[0]
-	t.queue = slices.Delete(t.queue, 0, 1)
-	if len(t.queue) == 0 {
+	ch := w.queue[0]
+	w.queue = slices.Delete(w.queue, 0, 1)
+	if len(w.queue) == 0 {
 		t.state.Store(tokenHeld) // the new holder's, with nobody waiting
 	}
 	close(ch)

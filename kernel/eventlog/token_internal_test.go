@@ -25,7 +25,7 @@ func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
 	if err := tk.acquire(expiredCtx()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire of a held token = %v, want context.Canceled", err)
 	}
-	if n := len(tk.queue); n != 0 {
+	if n := tk.queued(); n != 0 {
 		t.Fatalf("%d waiters left after giving up", n)
 	}
 	tk.release()
@@ -72,8 +72,8 @@ func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 		if err := tk.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("acquire = %v, want context.DeadlineExceeded", err)
 		}
-		if len(tk.queue) != 0 || tk.state.Load() != tokenHeld {
-			t.Fatalf("after a give-up: %d queued, state %d; want 0 queued, held", len(tk.queue), tk.state.Load())
+		if tk.queued() != 0 || tk.state.Load() != tokenHeld {
+			t.Fatalf("after a give-up: %d queued, state %d; want 0 queued, held", tk.queued(), tk.state.Load())
 		}
 		tk.release()
 		if tk.state.Load() != tokenFree {
@@ -153,10 +153,20 @@ func TestK17_TokenExcludesUnderContention(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if tk.state.Load() != tokenFree || len(tk.queue) != 0 {
-		t.Fatalf("state %d, %d queued after every appender finished", tk.state.Load(), len(tk.queue))
+	if tk.state.Load() != tokenFree || tk.queued() != 0 {
+		t.Fatalf("state %d, %d queued after every appender finished", tk.state.Load(), tk.queued())
 	}
 	if entered < 8*500*6/7-8 {
 		t.Fatalf("only %d of %d acquisitions without a deadline succeeded", entered, 8*500)
 	}
+}
+
+// queued returns how many appenders wait for t.
+func (t *token) queued() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiters == nil {
+		return 0
+	}
+	return len(t.waiters.queue)
 }
