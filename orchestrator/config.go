@@ -168,14 +168,14 @@ var defaultPolicy = func() handoff.Policy {
 // settings is what a running pair keeps of its Config: validated, with
 // the defaults filled in, and without the worker configs it no longer
 // needs once the workers are built.
+//
+// A Team's pairs share one settings; what each pair brings of its own is
+// its task.
 type settings struct {
-	ID              string
 	Plans           plan.Source
 	Clock           engine.Clock
-	Roles           [2]string
+	Roles           *[2]string // apart, as every relayed event points at one: it must keep no Pair or Team alive
 	Pattern         Pattern
-	Task            string
-	task            message.Message
 	Policy          handoff.Policy
 	MaxRounds       int
 	Budget          Budget
@@ -189,27 +189,37 @@ var (
 	planFields = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
 )
 
+// task is what one pair brings to its settings: its ID, and its task as
+// given and as the first worker's first message.
+type task struct {
+	pairID string
+	text   string
+	msg    message.Message
+}
+
+// newTask validates a pair's ID and task.
+func newTask(pairID, text string) (task, error) {
+	if err := id.Check("pair.id", pairID); err != nil {
+		return task{}, err
+	}
+	m, err := message.User(text)
+	if err != nil {
+		return task{}, bound.Text("pair.task", text, bound.MaxMessageBytes) // names the field
+	}
+	return task{pairID: pairID, text: text, msg: m}, nil
+}
+
 // normalize validates c and fills in its defaults in place.
-func (c *Config) normalize() (settings, error) {
+func (c *Config) normalize() (settings, task, error) {
 	if err := id.Check("pair.id", c.ID); err != nil {
-		return settings{}, err
+		return settings{}, task{}, err
 	}
 	n, err := c.normalizeShared()
 	if err != nil {
-		return n, err
+		return n, task{}, err
 	}
-	return n, n.bind(c.ID, c.Task)
-}
-
-// bind gives the settings one pair's ID, which the caller has checked, and
-// task.
-func (n *settings) bind(pairID, task string) error {
-	m, err := message.User(task)
-	if err != nil {
-		return bound.Text("pair.task", task, bound.MaxMessageBytes) // names the field
-	}
-	n.ID, n.Task, n.task = pairID, task, m
-	return nil
+	t, err := newTask(c.ID, c.Task)
+	return n, t, err
 }
 
 // normalizeShared validates and fills in everything but the ID and the
@@ -278,7 +288,7 @@ func (c *Config) normalizeShared() (settings, error) {
 		return n, bound.Malformedf("pair.finalize_timeout", "must be between 0 and 5m")
 	}
 	return settings{
-		Plans: c.Plans, Clock: c.Clock, Roles: [2]string{c.First.Role, c.Second.Role},
+		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
 		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started,

@@ -16,7 +16,8 @@ import (
 // Pair is one running or finished pair. Its methods are safe for
 // concurrent use.
 type Pair struct {
-	cfg   settings
+	cfg   *settings // shared by a Team's pairs; never written
+	task  task
 	crew  *crew         // the workers: the pair's own, or lent by a Team
 	team  *Team         // lent the crew; nil for a pair of its own
 	held  atomic.Uint32 // a crewState
@@ -44,9 +45,9 @@ type Pair struct {
 	toolCalls atomic.Int64  // tool.started events relayed
 	failure   atomic.Pointer[error]
 
-	done chan struct{}
+	done ended
 
-	// Owned by the pair goroutine until done is closed; read-only after.
+	// Owned by the pair goroutine until done fires; read-only after.
 	rounds  int
 	runs    int
 	usage   model.Usage
@@ -87,12 +88,18 @@ func Run(ctx context.Context, cfg Config) (*Pair, error) {
 }
 
 func prepare(ctx context.Context, cfg Config) (*Pair, error) {
-	n, err := cfg.normalize()
+	n, t, err := cfg.normalize()
 	if err != nil {
 		return nil, err
 	}
-	p := &Pair{cfg: n, done: make(chan struct{})}
-	p.crew = new(crew)
+	// A pair of its own keeps its settings in the same allocation.
+	own := &struct {
+		p Pair
+		n settings
+		c crew
+	}{n: n}
+	p := &own.p
+	p.cfg, p.task, p.crew = &own.n, t, &own.c
 	if err := p.crew.build(&cfg, n); err != nil {
 		return nil, err
 	}
@@ -107,14 +114,14 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 func (p *Pair) open(ctx context.Context, tc *TimelineConfig) (err error) {
 	p.seen = p.seenBuf[:0]
 	p.crew.lend(p)
-	n := &p.cfg
+	n := p.cfg
 	if p.lease, err = leaseCurrent(ctx, n.Plans); err != nil {
 		return err
 	}
 	p.plan = p.lease.Plan()
 	lc := tc.logConfig()
 	lc.Capacity = timelineCapacity(n.Pattern)
-	lc.Name = n.ID // so observers shared by many logs (a store) file it under the pair
+	lc.Name = p.task.pairID // so observers shared by many logs (a store) file it under the pair
 	if p.log, err = eventlog.New(lc); err != nil {
 		p.releaseLease()
 		return err
@@ -148,7 +155,7 @@ func leaseCurrent(ctx context.Context, src plan.Source) (l *plan.Lease, err erro
 }
 
 // ID returns the pair ID.
-func (p *Pair) ID() string { return p.cfg.ID }
+func (p *Pair) ID() string { return p.task.pairID }
 
 // Plan returns the identity of the plan the pair leased; every run of both
 // workers uses exactly this plan.
@@ -162,22 +169,20 @@ func (p *Pair) Roles() (first, second string) { return p.cfg.Roles[0], p.cfg.Rol
 func (p *Pair) Cancel() { p.stop(stopCancelled) }
 
 // Done is closed when the pair has ended.
-func (p *Pair) Done() <-chan struct{} { return p.done }
+func (p *Pair) Done() <-chan struct{} { return p.done.wait() }
 
 // Wait blocks until the pair has ended or ctx is done. The error is nil for
 // ReasonCompleted and ReasonApproved, ErrCancelled for a cancelled pair, an
 // *Error for every other reason, and a *DurabilityError when the pair
 // terminal could not be made durable.
 func (p *Pair) Wait(ctx context.Context) (Result, error) {
-	// A pair played by Run has ended by now, and a closed channel alone
-	// is much cheaper to check than a select.
-	select {
-	case <-p.done:
+	// A pair played by Run has ended by now: then it needs no channel and
+	// no select.
+	if p.done.fired() {
 		return p.result, p.err
-	default:
 	}
 	select {
-	case <-p.done:
+	case <-p.done.wait():
 		return p.result, p.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
@@ -207,7 +212,7 @@ func (p *Pair) play() (out outcome) {
 		}
 	}()
 	if err := p.emit(Started{
-		PairID:          p.cfg.ID,
+		PairID:          p.task.pairID,
 		PlanID:          string(p.plan.ID()),
 		PlanFingerprint: p.plan.Fingerprint(),
 		Pattern:         p.cfg.Pattern.String(),
@@ -247,7 +252,7 @@ func (p *Pair) finish(out outcome) {
 		}
 	}
 	ended := Ended{
-		PairID: p.cfg.ID, Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
+		PairID: p.task.pairID, Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
 		InputTokens: p.usage.Input(), OutputTokens: p.usage.Output(), ToolCalls: p.toolCalls.Load(),
 		Worker: out.worker, RunID: out.runID, Problem: out.problem,
 	}
@@ -262,7 +267,7 @@ func (p *Pair) finish(out outcome) {
 	if terr != nil {
 		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
 	}
-	close(p.done)
+	p.done.fire()
 	// After done: a Team's Close, which waits for its crews to come back,
 	// then returns only once the pair has ended.
 	p.giveBack(fctx)

@@ -21,7 +21,7 @@ const (
 // relay runs the first worker on the task and the second on its answer.
 func (p *Pair) relay() outcome {
 	p.rounds = 1
-	draft, out, ok := p.step(first, p.cfg.task)
+	draft, out, ok := p.step(first, p.task.msg)
 	if !ok {
 		return out
 	}
@@ -40,7 +40,7 @@ func (p *Pair) relay() outcome {
 // reviewLoop runs the first worker, then the second on its answer, until
 // the second approves or a limit ends the pair.
 func (p *Pair) reviewLoop() outcome {
-	input := p.cfg.task
+	input := p.task.msg
 	for round := 1; ; round++ {
 		p.rounds = round
 		draft, out, ok := p.step(first, input)
@@ -125,7 +125,7 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 	}
 	role := p.crew.workers[from].Role()
 	h, err := p.cfg.Policy.Build(handoff.Input{
-		Task: p.cfg.Task, From: role, To: p.crew.workers[to].Role(), RunID: f.RunID, Result: f.Result,
+		Task: p.task.text, From: role, To: p.crew.workers[to].Role(), RunID: f.RunID, Result: f.Result,
 	})
 	if err != nil {
 		return h, outcome{reason: ReasonHandoffRejected, worker: role, runID: f.RunID, err: err}, false

@@ -53,7 +53,7 @@ func BenchmarkRelayCopyRun(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := &Pair{cfg: settings{Pattern: Relay, Delivery: AfterRun}, crew: new(crew)}
+		p := &Pair{cfg: &settings{Pattern: Relay, Delivery: AfterRun, Roles: &[2]string{"w", "v"}}, crew: new(crew)}
 		lc := tc.logConfig()
 		lc.Capacity = 18
 		var err error

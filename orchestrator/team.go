@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
-	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/workers"
 )
 
@@ -55,10 +54,23 @@ func (c *crew) lend(p *Pair) {
 	for i := range c.relays {
 		rl := &c.relays[i]
 		rl.p, rl.role, rl.hint, rl.run, rl.fixed = p, &p.cfg.Roles[i], 0, "", 0
+		// A pair's relayed slots are its own: no block holds slots of two
+		// pairs, so keeping one pair's events keeps no other pair's.
+		rl.own = slab{}
 		rl.slab = &rl.own
 		if p.cfg.Delivery == AfterRun {
 			rl.slab = &p.slab
 		}
+	}
+}
+
+// unlend forgets the pair the crew was lent to, so that an idle crew
+// keeps nothing of it alive.
+func (c *crew) unlend() {
+	c.pair = nil
+	for i := range c.relays {
+		rl := &c.relays[i]
+		rl.p, rl.role, rl.slab, rl.own = nil, nil, nil, slab{}
 	}
 }
 
@@ -143,18 +155,15 @@ func (t *Team) Run(ctx context.Context, pairID, task string) (*Pair, error) {
 }
 
 func (t *Team) prepare(ctx context.Context, pairID, task string) (*Pair, error) {
-	if err := id.Check("pair.id", pairID); err != nil {
-		return nil, err
-	}
-	n := t.n
-	if err := n.bind(pairID, task); err != nil {
+	tk, err := newTask(pairID, task)
+	if err != nil {
 		return nil, err
 	}
 	c, err := t.get()
 	if err != nil {
 		return nil, err
 	}
-	p := &Pair{cfg: n, crew: c, team: t, done: make(chan struct{})}
+	p := &Pair{cfg: &t.n, task: tk, crew: c, team: t}
 	if err := p.open(ctx, &t.cfg.Timeline); err != nil {
 		t.put(context.Background(), c, true) // no run started: the crew is as it was
 		return nil, err
@@ -189,7 +198,7 @@ func (t *Team) get() (*crew, error) {
 // put takes a crew back from its pair. A crew that is not reusable, or
 // that the team has no room for, is closed.
 func (t *Team) put(ctx context.Context, c *crew, reusable bool) {
-	c.pair = nil
+	c.unlend()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if reusable && !t.closed && len(t.idle) < maxIdleCrews {

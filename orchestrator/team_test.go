@@ -292,3 +292,40 @@ func TestTeam_CloseReturnsOnlyOnceItsPairsHaveEnded(t *testing.T) {
 		}
 	}
 }
+
+// A pair's Done closes when it ends, whether it was asked for while the
+// pair played or only after; Wait then returns the pair's result at once.
+func TestPairDoneClosesAtTheEnd(t *testing.T) {
+	h := teamHarness(t, orchestrator.AfterRun)
+	gate := make(chan struct{})
+	cfg := h.cfg
+	cfg.First.Engine.Provider = &gatedProvider{inner: h.first, gate: gate, waiting: make(chan struct{}, 2)} // one model operation per pair
+	cfg.Timeline.Required = nil
+	team := newTeam(t, cfg)
+	p, err := team.Start(context.Background(), "pair-0", task)
+	require.NoError(t, err)
+	done := p.Done()
+	select {
+	case <-done:
+		t.Fatal("Done closed while the pair waits for its first model")
+	default:
+	}
+	close(gate)
+	<-done
+	res, err := p.Wait(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, orchestrator.ReasonCompleted, res.Reason)
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("Done asked for after the end is not closed")
+	}
+
+	q, err := team.Run(context.Background(), "pair-1", task)
+	require.NoError(t, err)
+	select {
+	case <-q.Done():
+	default:
+		t.Fatal("a pair played by Run has not ended when Run returns")
+	}
+}
