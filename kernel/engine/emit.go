@@ -108,7 +108,8 @@ func (r *Run) emit(p event.Payload) error {
 func (r *Run) start(lc lifecycle, p event.Payload) error {
 	committed, err := r.loopAppend(p)
 	if committed {
-		r.open = append(r.open, lc)
+		r.open[r.nopen] = lc
+		r.nopen++
 	}
 	return err
 }
@@ -117,7 +118,7 @@ func (r *Run) start(lc lifecycle, p event.Payload) error {
 func (r *Run) end(p event.Payload) error {
 	committed, err := r.loopAppend(p)
 	if committed {
-		r.open = r.open[:len(r.open)-1]
+		r.nopen--
 	}
 	return err
 }
@@ -162,9 +163,9 @@ func (r *Run) finalize(out outcome) {
 		fctx = bound
 	}
 	var finErr error
-	for len(r.open) > 0 {
-		lc := r.open[len(r.open)-1]
-		r.open = r.open[:len(r.open)-1]
+	for r.nopen > 0 {
+		r.nopen--
+		lc := r.open[r.nopen]
 		if _, err := r.append(fctx, r.closing(lc, out)); err != nil && finErr == nil {
 			finErr = err
 		}

@@ -56,7 +56,7 @@ func (r *Run) run(fresh bool) (out outcome) {
 		if err := r.emit(event.RunStarted{
 			RunID:           r.id,
 			PlanID:          string(r.plan.ID()),
-			PlanFingerprint: r.fingerprint,
+			PlanFingerprint: r.parts.fingerprint,
 			Definition:      r.def.name,
 			Model:           r.def.model,
 		}); err != nil {
@@ -142,7 +142,7 @@ func (r *Run) model(turnID id.Turn) (resp model.Response, out outcome, ok bool) 
 		Model:     r.def.model,
 		System:    r.def.system,
 		Messages:  r.st.history,
-		Tools:     r.tools,
+		Tools:     r.parts.tools,
 	})
 	if err != nil {
 		return resp, failed(problemRequest, err), false
@@ -214,7 +214,7 @@ func (r *Run) consume(opID id.Operation, s model.Stream, asm *model.Assembler) (
 			// Items may have been observed: never treated as not started.
 			return r.failModel(opID, p, true, err), false
 		}
-		r.open[len(r.open)-1].observed = true
+		r.open[r.nopen-1].observed = true
 		if err := asm.Add(it); err != nil {
 			return r.failModel(opID, problemStream, true, err), false
 		}

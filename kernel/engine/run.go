@@ -70,9 +70,9 @@ type Run struct {
 	// appendCtx is ctx without its cancellation: events the run decided
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
-	tools     []tool.Definition // the leased plan's definitions, for requests; read only
-	// fingerprint is the leased plan's fingerprint in hex, for run.started.
-	fingerprint string
+	// parts are the leased plan's tool definitions, for requests, and its
+	// fingerprint in hex, for run.started; shared, read only.
+	parts *planParts
 
 	obsMu sync.Mutex    // guards obs
 	obs   *lazyDeadline // the shared required-observer bound
@@ -85,8 +85,11 @@ type Run struct {
 
 	// Owned by the loop goroutine until done is closed; read-only after.
 	st       state
-	open     []lifecycle  // started lifecycles awaiting a terminal, innermost last
-	openBuf  [2]lifecycle // a turn and one operation: open's usual storage
+	// Started lifecycles awaiting a terminal, innermost last: at most a
+	// turn and one operation, since a turn runs its operations one at a
+	// time.
+	open     [2]lifecycle
+	nopen    int
 	openCall openTool     // the call of the open tool lifecycle, if any
 	ixMu     sync.Mutex   // guards st.interactions and the interactions in flight
 	// How the run ended, once done has fired; its Result adds what st
@@ -150,7 +153,6 @@ func (r *Run) Stats() eventlog.Stats { return r.log.Stats() }
 
 func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease *plan.Lease, st state) (*Run, error) {
 	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), st: st}
-	r.open = r.openBuf[:0]
 	fail := func(err error) (*Run, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FinalizeTimeout)
 		defer cancel()
@@ -185,8 +187,7 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	if e.cfg.observed() {
 		r.appendCtx = context.WithoutCancel(&r.rctx)
 	}
-	pc := e.planParts(r.plan)
-	r.tools, r.fingerprint = pc.tools, pc.fingerprint
+	r.parts = e.planParts(r.plan)
 	if err := e.register(r); err != nil {
 		r.rctx.cancel()
 		r.log.Close(ctx)
