@@ -22,6 +22,10 @@ type Pair struct {
 	team  *Team         // lent the crew; nil for a pair of its own
 	held  atomic.Uint32 // a crewState
 	slab  slab          // AfterRun delivery: both relays' slots
+	// What the events relayed from each run share: room for a relay's
+	// two runs in one allocation, apart from the Pair, which relayed
+	// events must not keep alive.
+	heads *[2]relayHead
 	lease *plan.Lease
 	plan  plan.Plan
 	log   *eventlog.Log // the pair timeline
@@ -37,6 +41,7 @@ type Pair struct {
 	// events the pair decided to write are written even after a cancel.
 	appendCtx context.Context
 	observed  bool        // the timeline has observers that may block
+	nheads    uint8       // heads handed out, at most len(heads)
 	wall      *time.Timer // the wall-time budget; nil without one
 
 	stopped   atomic.Uint32 // a stopCode, set once

@@ -23,11 +23,7 @@ type relay struct {
 	own  slab
 	self [1]eventlog.Observer // Live: the relay, as its engine's observers
 	hint int                  // events expected from the current run; 0 if unknown
-	// The run of the last relayed event and the encoded length of its
-	// Relayed envelope without the run sequence and payload, which every
-	// event of that run shares.
-	run   id.Run
-	fixed int
+	head *relayHead           // the run of the last relayed event; nil before the pair's first
 }
 
 // Observe relays e. Its error fails the run (K16), and the pair ends with
@@ -47,7 +43,7 @@ func (r *relay) relay(ctx context.Context, e *eventlog.Event) error {
 		Terminal: event.Terminal(e.Kind()),
 		// The engine names each run's log by its run ID, so every event
 		// says which run it belongs to, even when run.started was evicted.
-		Payload: r.slab.relay(r.role, r.runOf(e), r.fixed, e, r.hint),
+		Payload: r.slab.relay(r.headOf(e), e, r.hint),
 	})
 	if err != nil {
 		r.p.fail(err)
@@ -55,13 +51,31 @@ func (r *relay) relay(ctx context.Context, e *eventlog.Event) error {
 	return err
 }
 
-// runOf returns the run that committed e and keeps r.fixed up to date
-// for it.
-func (r *relay) runOf(e *eventlog.Event) id.Run {
-	if run := id.Run(e.Log()); run != r.run || r.fixed == 0 {
-		r.run, r.fixed = run, relayedFixed(*r.role, run)
+// headOf returns the head of the run that committed e, made at its first
+// event.
+func (r *relay) headOf(e *eventlog.Event) *relayHead {
+	if run := id.Run(e.Log()); r.head == nil || run != r.head.runID {
+		r.head = r.p.newHead(r.role, run)
 	}
-	return r.run
+	return r.head
+}
+
+// newHead returns a head for a run of the pair: one of the two the pair
+// makes at its first, which are all a relay needs, or a new one. The pair's relays
+// take turns, as its runs do, so they never call it at once.
+func (p *Pair) newHead(worker *string, run id.Run) *relayHead {
+	if p.heads == nil {
+		p.heads = new([2]relayHead)
+	}
+	var h *relayHead
+	if int(p.nheads) < len(p.heads) {
+		h = &p.heads[p.nheads]
+		p.nheads++
+	} else {
+		h = new(relayHead) // a review loop's third run and after
+	}
+	*h = relayHead{worker: worker, runID: run, fixed: relayedFixed(*worker, run)}
+	return h
 }
 
 // fail records the first infrastructure failure of the pair's relay. It
@@ -141,7 +155,7 @@ const maxBlock = 64
 // expected (0 if unknown). The payload's length is read off the event's
 // encoded size, which the run log has measured already, so the timeline's
 // byte bound costs no second measurement.
-func (s *slab) relay(worker *string, run id.Run, fixed int, e *eventlog.Event, hint int) Relayed {
+func (s *slab) relay(head *relayHead, e *eventlog.Event, hint int) Relayed {
 	if len(s.free) == 0 {
 		n := min(max(hint, 8), maxBlock)
 		s.free = make([]relayed, n)
@@ -156,8 +170,8 @@ func (s *slab) relay(worker *string, run id.Run, fixed int, e *eventlog.Event, h
 	if size-eventlog.UintLen(e.Seq()) < 2 {
 		size = 0 // not an envelope this package knows: measure instead
 	} else {
-		size += fixed
+		size += head.fixed
 	}
-	*r = relayed{worker: worker, runID: run, runSeq: e.Seq(), payload: e.Payload(), size: int32(size)}
+	*r = relayed{head: head, runSeq: e.Seq(), payload: e.Payload(), size: int32(size)}
 	return Relayed{r}
 }

@@ -53,7 +53,7 @@ func (c *crew) lend(p *Pair) {
 	c.pair = p
 	for i := range c.relays {
 		rl := &c.relays[i]
-		rl.p, rl.role, rl.hint, rl.run, rl.fixed = p, &p.cfg.Roles[i], 0, "", 0
+		rl.p, rl.role, rl.hint, rl.head = p, &p.cfg.Roles[i], 0, nil
 		// A pair's relayed slots are its own: no block holds slots of two
 		// pairs, so keeping one pair's events keeps no other pair's.
 		rl.own = slab{}
@@ -70,7 +70,7 @@ func (c *crew) unlend() {
 	c.pair = nil
 	for i := range c.relays {
 		rl := &c.relays[i]
-		rl.p, rl.role, rl.slab, rl.own = nil, nil, nil, slab{}
+		rl.p, rl.role, rl.head, rl.slab, rl.own = nil, nil, nil, nil, slab{}
 	}
 }
 

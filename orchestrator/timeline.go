@@ -195,36 +195,42 @@ func (p Ended) EncodedLen() int {
 type Relayed struct{ r *relayed }
 
 type relayed struct {
-	// The role, shared by every event a pair relays from that worker: a
-	// slot is then small enough that a text pair's fourteen fit a block
-	// of the next smaller size.
-	worker  *string
-	runID   id.Run
+	head    *relayHead // shared by every event relayed from the run
 	runSeq  uint64
 	payload eventlog.Payload
 	size    int32 // the Relayed's EncodedLen when known, else 0; at most eventlog.MaxEventBytes
 }
 
+// relayHead is what every event relayed from one run shares: the worker's
+// role, the run, and the encoded length of the two in the envelope (0 when
+// unknown). Sharing it keeps a slot small enough that a text pair's
+// fourteen fit a block of the next smaller size class.
+type relayHead struct {
+	worker *string // the role in its pair's settings, held apart from any Pair or Team
+	runID  id.Run
+	fixed  int
+}
+
 // NewRelayed returns the relayed form of a run event, for hosts that
 // rebuild a timeline from stored events.
 func NewRelayed(worker string, runID id.Run, runSeq uint64, payload eventlog.Payload) Relayed {
-	return Relayed{&relayed{worker: &worker, runID: runID, runSeq: runSeq, payload: payload}}
+	return Relayed{&relayed{head: &relayHead{worker: &worker, runID: runID}, runSeq: runSeq, payload: payload}}
 }
 
 // Worker returns the role of the worker whose run wrote the event.
 func (p Relayed) Worker() string {
-	if p.r == nil || p.r.worker == nil {
+	if p.r == nil || p.r.head == nil || p.r.head.worker == nil {
 		return ""
 	}
-	return *p.r.worker
+	return *p.r.head.worker
 }
 
 // RunID returns the run.
 func (p Relayed) RunID() id.Run {
-	if p.r == nil {
+	if p.r == nil || p.r.head == nil {
 		return ""
 	}
-	return p.r.runID
+	return p.r.head.runID
 }
 
 // RunSeq returns the event's sequence in its run's own log.
