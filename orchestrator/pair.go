@@ -16,12 +16,12 @@ import (
 // Pair is one running or finished pair. Its methods are safe for
 // concurrent use.
 type Pair struct {
-	cfg   *settings // shared by a Team's pairs; never written
-	task  task
-	crew  *crew         // the workers: the pair's own, or lent by a Team
-	team  *Team         // lent the crew; nil for a pair of its own
-	held  atomic.Uint32 // a crewState
-	slab  slab          // AfterRun delivery: both relays' slots
+	cfg  *settings // shared by a Team's pairs; never written
+	task task
+	crew *crew         // the workers: the pair's own, or lent by a Team
+	team *Team         // lent the crew; nil for a pair of its own
+	held atomic.Uint32 // a crewState
+	slab slab          // AfterRun delivery: both relays' slots
 	// What the events relayed from each run share: room for a relay's
 	// two runs in one allocation, apart from the Pair, which relayed
 	// events must not keep alive.

@@ -83,15 +83,15 @@ type Run struct {
 	clockBroken atomic.Bool
 	done        ended
 
-	// Owned by the loop goroutine until done is closed; read-only after.
-	st       state
+	// Owned by the loop goroutine until done fires; read-only after.
+	st state
 	// Started lifecycles awaiting a terminal, innermost last: at most a
 	// turn and one operation, since a turn runs its operations one at a
 	// time.
 	open     [2]lifecycle
 	nopen    int
-	openCall openTool     // the call of the open tool lifecycle, if any
-	ixMu     sync.Mutex   // guards st.interactions and the interactions in flight
+	openCall openTool   // the call of the open tool lifecycle, if any
+	ixMu     sync.Mutex // guards st.interactions and the interactions in flight
 	// How the run ended, once done has fired; its Result adds what st
 	// holds rather than keeping a second copy of it.
 	status  Status
