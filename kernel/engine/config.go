@@ -26,7 +26,8 @@ func (f ClockFunc) Now() time.Time { return f() }
 // Limits bound what one run may hold. The zero value of a field means its
 // default.
 type Limits struct {
-	// MaxTurns caps every definition's maximum turns. Default 64.
+	// MaxTurns caps every definition's maximum turns. Default 64; at
+	// most 2147483647 (a turn's index is kept in 32 bits).
 	MaxTurns int
 	// MaxEvents and MaxBytes bound each run's event log (K18).
 	// Defaults 4096 events and 8 MiB.
