@@ -61,8 +61,8 @@ func (r *relay) headOf(e *eventlog.Event) *relayHead {
 }
 
 // newHead returns a head for a run of the pair: one of the two the pair
-// makes at its first, which are all a relay needs, or a new one. The pair's relays
-// take turns, as its runs do, so they never call it at once.
+// makes at its first, which are all a relay needs, or a new one. The
+// pair's relays take turns, as its runs do, so they never call it at once.
 func (p *Pair) newHead(worker *string, run id.Run) *relayHead {
 	if p.heads == nil {
 		p.heads = new([2]relayHead)

@@ -67,7 +67,7 @@ type Run struct {
 	plan  plan.Plan
 	log   *eventlog.Log
 	rctx  runCtx // the run's context, handed to providers, tools and the broker
-	// appendCtx is ctx without its cancellation: events the run decided
+	// appendCtx is rctx without its cancellation: events the run decided
 	// to write are written even after the caller cancels (K24).
 	appendCtx context.Context
 	// parts are the leased plan's tool definitions, for requests, and its
