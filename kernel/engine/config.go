@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -26,8 +25,7 @@ func (f ClockFunc) Now() time.Time { return f() }
 // Limits bound what one run may hold. The zero value of a field means its
 // default.
 type Limits struct {
-	// MaxTurns caps every definition's maximum turns. Default 64; at
-	// most 2147483647 (a turn's index is kept in 32 bits).
+	// MaxTurns caps every definition's maximum turns. Default 64.
 	MaxTurns int
 	// MaxEvents and MaxBytes bound each run's event log (K18).
 	// Defaults 4096 events and 8 MiB.
@@ -59,10 +57,8 @@ type Config struct {
 	Clock    Clock              // required
 	Broker   interaction.Broker // optional: without it every question fails
 	// Required observers are told in order after each local commit and
-	// may block (K17), within a bound between half and all of
-	// FinalizeTimeout that starts when an observer first asks its context
-	// about it (Deadline, Done or Err): an observer that never looks at its
-	// context costs the run no timer and no clock reading.
+	// may block (K17), each call within a bound between half and all of
+	// FinalizeTimeout.
 	Required []eventlog.Observer
 	// BestEffort observers are told after the required ones accepted,
 	// through bounded mailboxes; they never block a run.
@@ -101,10 +97,6 @@ func (c *Config) normalize() error {
 	}
 	if l.MaxTurns == 0 {
 		l.MaxTurns = DefaultMaxTurns
-	}
-	if l.MaxTurns > math.MaxInt32 {
-		// A turn's index is kept in 32 bits.
-		return bound.Malformedf("engine.limits.max_turns", "must be at most 2147483647")
 	}
 	if l.MaxEvents == 0 {
 		l.MaxEvents = DefaultMaxEvents

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/event"
@@ -20,75 +21,95 @@ const (
 	lifeTool
 )
 
-// lifecycle is an open started event awaiting its terminal. It is kept
-// small because the loop pushes and pops one per started event: the call
-// and definition of an open tool operation are in Run.openCall, since tool
-// calls run one at a time and at most one tool lifecycle is ever open.
+// lifecycle is an open started event awaiting its terminal. The call of
+// an open tool operation is in Run.openCall: tool calls run one at a time,
+// so at most one tool lifecycle is ever open.
 type lifecycle struct {
+	kind     lifeKind
 	turn     id.Turn
 	op       id.Operation
-	index    int32 // a turn's; within the engine's turn limit
-	kind     lifeKind
+	index    int  // a turn's
 	observed bool // a model stream produced an item
 }
 
 // openTool is what closing needs of the open tool operation: its call's
-// ID and name, and its tool's effect. It is kept this small because every
-// run carries one.
+// ID and name, and its tool's effect.
 type openTool struct {
 	callID id.Call
 	name   string
 	effect tool.Effect
 }
 
-// append commits one event. Appends never use the caller's cancellation:
-// an event the run decided to write is written, or its failure reported
-// (K16, K24). With required observers the wait for them is bounded.
-func (r *Run) append(ctx context.Context, p event.Payload) (committed bool, err error) {
-	if len(r.e.cfg.Required) > 0 && ctx == r.appendCtx {
-		ctx = r.observerCtx()
+// observerBound bounds required observers on a run's ordinary events.
+// One context.WithDeadline serves many events and is renewed once less than
+// half of it is left, so every observer call gets between half and all of
+// the bound. A context it replaced is not cancelled at once: an observer on
+// a tool's goroutine may still be using it. By the renewal after next its
+// deadline has passed, and it is cancelled then; release cancels the rest.
+type observerBound struct {
+	d time.Duration // FinalizeTimeout
+
+	mu       sync.Mutex
+	ctx      context.Context
+	deadline time.Time
+	stop     context.CancelFunc // ctx's
+	prevStop context.CancelFunc // the context ctx replaced
+}
+
+// get returns the current bound on base, renewed if it is half spent.
+func (b *observerBound) get(base context.Context) context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.ctx == nil || b.deadline.Sub(now) < b.d/2 {
+		if b.prevStop != nil {
+			b.prevStop() // its deadline has passed already
+		}
+		b.prevStop = b.stop
+		b.deadline = now.Add(b.d)
+		// Just inside the bound: Err reports a deadline only once the
+		// context's timer has run, so an observer polling Err at the
+		// bound itself would otherwise still find the context live.
+		b.ctx, b.stop = context.WithDeadline(base, b.deadline.Add(-time.Nanosecond))
 	}
+	return b.ctx
+}
+
+// release cancels every bound handed out. The run calls it once its log
+// has closed, when no observer can still be using one.
+func (b *observerBound) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, stop := range [2]context.CancelFunc{b.prevStop, b.stop} {
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
+// append commits one of the run's ordinary events. Appends never use the
+// caller's cancellation: an event the run decided to write is written, or
+// its failure reported (K16, K24). With required observers the wait for
+// them is bounded.
+func (r *Run) append(p event.Payload) (committed bool, err error) {
+	ctx := r.appendCtx
+	if len(r.e.cfg.Required) > 0 {
+		ctx = r.obs.get(r.appendCtx)
+	}
+	return r.appendWith(ctx, p)
+}
+
+// appendWith commits one event under ctx.
+func (r *Run) appendWith(ctx context.Context, p event.Payload) (committed bool, err error) {
 	ev, err := r.log.Append(ctx, event.Record(r.now(), p))
 	return !ev.IsZero(), err
-}
-
-// observerCtx bounds required observers on the run's ordinary events.
-// One bound is shared and renewed once less than half of FinalizeTimeout
-// is left, so every observer call gets between half and all of it. The
-// bound starts when an observer first asks about it (lazyDeadline): one
-// that never looks at its context costs no timer and no clock reading. An
-// older context is never released early: it may still be in use by an
-// observer on a tool's goroutine, and its own timer ends it.
-func (r *Run) observerCtx() context.Context {
-	r.obsMu.Lock()
-	defer r.obsMu.Unlock()
-	if r.obs == nil || r.obs.spent() {
-		r.obs = newLazyDeadline(r.appendCtx, r.e.cfg.FinalizeTimeout)
-	}
-	return r.obs
-}
-
-// finalBound returns the bound of finalization, started now: the shared
-// observer bound when no observer has asked about it yet (nobody holds a
-// deadline of it that starting it now could shorten), else a new one, and
-// then also the shared bound it replaced, for the caller to release once
-// finalization is over.
-func (r *Run) finalBound() (bound, last *lazyDeadline) {
-	r.obsMu.Lock()
-	defer r.obsMu.Unlock()
-	if r.obs == nil || r.obs.armed.Load() {
-		last = r.obs
-		r.obs = newLazyDeadline(r.appendCtx, r.e.cfg.FinalizeTimeout)
-	}
-	r.obs.start()
-	return r.obs, last
 }
 
 // loopAppend is append for the loop's own events. Once the clock has
 // panicked it reports the contained panic, so that the run fails at once
 // while its terminals are still written, with the zero Unix time.
 func (r *Run) loopAppend(p event.Payload) (committed bool, err error) {
-	committed, err = r.append(r.appendCtx, p)
+	committed, err = r.append(p)
 	if err == nil && r.clockBroken.Load() {
 		err = errClockPanic
 	}
@@ -125,7 +146,7 @@ func (r *Run) end(p event.Payload) error {
 
 // emitFailed turns an append error into the run's failure. The committed
 // sequence stays; the failure is reported by the later terminals (K16).
-func (r *Run) emitFailed(err error) outcome {
+func emitFailed(err error) outcome {
 	var oe *eventlog.ObserverError
 	if errors.As(err, &oe) {
 		return failed(problemObserver, err)
@@ -153,25 +174,25 @@ func (r *Run) now() (t time.Time) {
 // run's single terminal, all under a context that the caller's
 // cancellation cannot cut and that is bounded by FinalizeTimeout (K26).
 func (r *Run) finalize(out outcome) {
-	fctx := r.appendCtx
-	var bound, last *lazyDeadline
+	// Only observers can block finalization; the lease bounds its own
+	// release. The bound covers all of finalization, from now.
+	fctx, stop := r.appendCtx, context.CancelFunc(func() {})
 	if r.e.cfg.observed() {
-		// Only observers can block finalization; the lease bounds its
-		// own release. The bound covers all of finalization, from now,
-		// and is released once the log has closed.
-		bound, last = r.finalBound()
-		fctx = bound
+		fctx, stop = context.WithTimeout(r.appendCtx, r.e.cfg.FinalizeTimeout)
 	}
 	var finErr error
 	for r.nopen > 0 {
 		r.nopen--
-		lc := r.open[r.nopen]
-		if _, err := r.append(fctx, r.closing(lc, out)); err != nil && finErr == nil {
+		ev, uncertain := closing(r.open[r.nopen], r.openCall, out)
+		if uncertain {
+			r.st.uncertain = true
+		}
+		if _, err := r.appendWith(fctx, ev); err != nil && finErr == nil {
 			finErr = err
 		}
 	}
-	// The lease bounds its own release; fctx may already be spent on
-	// observers above, which must not make a good release look failed.
+	// fctx may already be spent on observers above, which must not make
+	// a good release look failed.
 	if err := r.lease.Release(r.appendCtx); err != nil {
 		if out.status == Failed {
 			out.cause = errors.Join(out.cause, err)
@@ -181,7 +202,7 @@ func (r *Run) finalize(out outcome) {
 	}
 	var durable error
 	if out.status != Suspended {
-		if _, err := r.append(fctx, r.terminal(out)); err != nil {
+		if _, err := r.appendWith(fctx, r.terminal(out)); err != nil {
 			durable = err
 		}
 	}
@@ -204,19 +225,14 @@ func (r *Run) finalize(out outcome) {
 	}
 	r.rctx.cancel()
 	// Ended before the log closes: best-effort observers still draining
-	// never hold up Wait (K17). Closed before unregistered: once Close or
-	// Shutdown returns, every run it waited for has ended and its
-	// observers' goroutines are gone (K27).
-	r.done.fire()
+	// never hold up Wait (K17).
+	close(r.done)
 	_ = r.log.Close(fctx)
-	// Released before unregistered: once Close or Shutdown returns, no
-	// context an observer was given for this run is still open.
-	if bound != nil {
-		bound.release()
-	}
-	if last != nil {
-		last.release()
-	}
+	// Released before unregistered: once Close or Shutdown returns, every
+	// run it waited for has ended, its observers' goroutines are gone and
+	// no context an observer was given for it is still open (K27).
+	stop()
+	r.obs.release()
 	r.e.unregister(r)
 }
 
@@ -232,9 +248,11 @@ func outcomeErr(out outcome) error {
 	return &Failure{Problem: out.problem, Cause: out.cause}
 }
 
-// closing returns the terminal event for an open lifecycle: cancelled when
-// the run was cancelled, failed otherwise.
-func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
+// closing returns the terminal event of an open lifecycle that the loop
+// did not end itself: cancelled when the run was cancelled, failed
+// otherwise. uncertain reports a mutating call whose effect is unknown: it
+// may have run.
+func closing(lc lifecycle, call openTool, out outcome) (ev event.Payload, uncertain bool) {
 	cancelled := out.status == Cancelled
 	p := out.problem
 	if p.IsZero() {
@@ -243,28 +261,24 @@ func (r *Run) closing(lc lifecycle, out outcome) event.Payload {
 	switch lc.kind {
 	case lifeTurn:
 		if cancelled {
-			return event.TurnCancelled{TurnID: lc.turn, Index: int(lc.index)}
+			return event.TurnCancelled{TurnID: lc.turn, Index: lc.index}, false
 		}
-		return event.TurnFailed{TurnID: lc.turn, Index: int(lc.index), Problem: p}
+		return event.TurnFailed{TurnID: lc.turn, Index: lc.index, Problem: p}, false
 	case lifeModel:
 		if cancelled {
-			return event.ModelCancelled{OperationID: lc.op}
+			return event.ModelCancelled{OperationID: lc.op}, false
 		}
-		return event.ModelFailed{OperationID: lc.op, Problem: p, Observed: lc.observed}
-	default:
-		// The call may have run: for a mutating tool its effect is unknown.
-		tc := r.openCall
-		o := tool.Definitive
-		if tc.effect == tool.Mutating {
-			o = tool.Uncertain
-			r.st.uncertain = true
-		}
-		if cancelled {
-			return event.ToolCancelled{OperationID: lc.op, CallID: tc.callID, Name: tc.name, Outcome: o.String()}
-		}
-		return event.ToolFailed{OperationID: lc.op, CallID: tc.callID, Name: tc.name,
-			Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: p}
+		return event.ModelFailed{OperationID: lc.op, Problem: p, Observed: lc.observed}, false
 	}
+	o := tool.Definitive
+	if call.effect == tool.Mutating {
+		o, uncertain = tool.Uncertain, true
+	}
+	if cancelled {
+		return event.ToolCancelled{OperationID: lc.op, CallID: call.callID, Name: call.name, Outcome: o.String()}, uncertain
+	}
+	return event.ToolFailed{OperationID: lc.op, CallID: call.callID, Name: call.name,
+		Outcome: o.String(), Retry: tool.NoRetry.String(), Problem: p}, uncertain
 }
 
 // terminal returns the run's single terminal event.

@@ -31,11 +31,9 @@ var ErrClosed = errors.New("engine: closed")
 type Engine struct {
 	cfg Config
 
-	lastPlan     atomic.Pointer[planParts] // see planParts
-	firstPlan    planParts                 // written once, before lastPlan points to it
-	firstPlanSet atomic.Bool
-	lastEvents   atomic.Int32 // events the last finished run retained (logCapacity)
-	lastHistory  atomic.Int32 // messages the last finished run's history held (historyCapacity)
+	lastPlan    atomic.Pointer[planParts] // see planParts
+	lastEvents  atomic.Int32              // events the last finished run retained (logCapacity)
+	lastHistory atomic.Int32              // messages the last finished run's history held (historyCapacity)
 
 	mu     sync.Mutex
 	closed bool
@@ -154,11 +152,11 @@ func (e *Engine) register(r *Run) error {
 	if e.closed {
 		return ErrClosed
 	}
-	if old := e.lookup(r.id); old != nil {
-		if !old.done.fired() {
+	if old := e.lookupLocked(r.id); old != nil {
+		if !old.ended() {
 			return ErrRunActive
 		}
-		e.remove(old)
+		e.removeLocked(old)
 		e.closing = append(e.closing, old)
 	}
 	switch {
@@ -172,18 +170,16 @@ func (e *Engine) register(r *Run) error {
 	return nil
 }
 
-// lookup returns the registered run with ID runID, if any. The caller
-// holds e.mu.
-func (e *Engine) lookup(runID id.Run) *Run {
+// lookupLocked returns the registered run with ID runID, if any.
+func (e *Engine) lookupLocked(runID id.Run) *Run {
 	if e.solo != nil && e.solo.id == runID {
 		return e.solo
 	}
 	return e.active[runID]
 }
 
-// remove takes r out of the active set, wherever it is. The caller holds
-// e.mu.
-func (e *Engine) remove(r *Run) {
+// removeLocked takes r out of the active set, wherever it is.
+func (e *Engine) removeLocked(r *Run) {
 	switch {
 	case e.solo == r:
 		e.solo = nil
@@ -196,8 +192,8 @@ func (e *Engine) remove(r *Run) {
 	}
 }
 
-// activeRuns returns how many runs are active. The caller holds e.mu.
-func (e *Engine) activeRuns() int {
+// activeRunsLocked returns how many runs are active.
+func (e *Engine) activeRunsLocked() int {
 	n := len(e.active) + len(e.closing)
 	if e.solo != nil {
 		n++
@@ -207,8 +203,8 @@ func (e *Engine) activeRuns() int {
 
 func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
-	e.remove(r)
-	if e.activeRuns() == 0 && e.idle != nil {
+	e.removeLocked(r)
+	if e.activeRunsLocked() == 0 && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
 	}
@@ -216,17 +212,21 @@ func (e *Engine) unregister(r *Run) {
 }
 
 // Close refuses new runs and waits until every active run has ended or ctx
-// is done (K27).
+// is done (K27): it drains, and cancels nothing. This is the reverse of
+// net/http, where Server.Close is the abrupt one and Server.Shutdown the
+// graceful one.
 func (e *Engine) Close(ctx context.Context) error { return e.drain(ctx, false) }
 
 // Shutdown refuses new runs, asks every active run to cancel, and waits
-// until they have ended or ctx is done (K27).
+// until they have ended or ctx is done (K27). Unlike net/http's
+// Server.Shutdown, it does not wait for runs to finish their work: it
+// cancels them.
 func (e *Engine) Shutdown(ctx context.Context) error { return e.drain(ctx, true) }
 
 func (e *Engine) drain(ctx context.Context, cancel bool) error {
 	e.mu.Lock()
 	e.closed = true
-	if e.activeRuns() == 0 {
+	if e.activeRunsLocked() == 0 {
 		e.mu.Unlock()
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -423,7 +422,6 @@ func TestK21_NewValidatesConfig(t *testing.T) {
 		{"nil best-effort observer", func(c *engine.Config) { c.BestEffort = []eventlog.Observer{nil} }, "engine.best_effort[]", bound.Required},
 		{"negative max turns", func(c *engine.Config) { c.Limits.MaxTurns = -1 }, "engine.limits", bound.Malformed},
 		{"negative mailbox", func(c *engine.Config) { c.Limits.Mailbox = -1 }, "engine.limits", bound.Malformed},
-		{"max turns beyond 32 bits", func(c *engine.Config) { c.Limits.MaxTurns = math.MaxInt32 + 1 }, "engine.limits.max_turns", bound.Malformed},
 		{"too few events", func(c *engine.Config) { c.Limits.MaxEvents = 15 }, "engine.limits.max_events", bound.Malformed},
 		{"too few bytes", func(c *engine.Config) { c.Limits.MaxBytes = 1024 }, "engine.limits.max_bytes", bound.Malformed},
 		{"negative finalize timeout", func(c *engine.Config) { c.FinalizeTimeout = -time.Second }, "engine.finalize_timeout", bound.Malformed},

@@ -193,7 +193,7 @@ func (p *reporter) begin(ctx context.Context) (*ask, context.Context, error) {
 	// first: a tool that passes context.Background() cannot hold a run
 	// past its cancellation or Shutdown.
 	actx, cancel := context.WithCancel(ctx)
-	a := &ask{cancel: cancel, stop: context.AfterFunc(&p.r.rctx, cancel)}
+	a := &ask{cancel: cancel, stop: context.AfterFunc(p.r.rctx.Context, cancel)}
 	if p.asks == nil {
 		p.asks = make(map[*ask]struct{})
 	}
@@ -216,7 +216,7 @@ func (p *reporter) finish(a *ask) {
 // append commits one of the call's events and remembers a required
 // observer's failure: the tool may ignore it, the run may not (K16).
 func (p *reporter) append(pl event.Payload) (bool, error) {
-	committed, err := p.r.append(p.r.appendCtx, pl)
+	committed, err := p.r.append(pl)
 	var oe *eventlog.ObserverError
 	if errors.As(err, &oe) {
 		p.mu.Lock()

@@ -66,24 +66,22 @@ type Run struct {
 	lease *plan.Lease
 	plan  plan.Plan
 	log   *eventlog.Log
-	rctx  runCtx // the run's context, handed to providers, tools and the broker
-	// appendCtx is rctx without its cancellation: events the run decided
-	// to write are written even after the caller cancels (K24).
-	appendCtx context.Context
-	// parts are the leased plan's tool definitions, for requests, and its
-	// fingerprint in hex, for run.started; shared, read only.
+	// parts are the leased plan's tool definitions and fingerprint,
+	// shared by the engine's runs on that plan; read only.
 	parts *planParts
 
-	obsMu sync.Mutex    // guards obs
-	obs   *lazyDeadline // the shared required-observer bound
+	// The run's contexts; doc.go says what each is for.
+	rctx      runCtx          // the run's: the caller's plus Cancel, Shutdown and the run's end
+	appendCtx context.Context // the run's without its cancellation, for the run's events
+	obs       observerBound   // bounds required observers on ordinary events
 
 	suspend atomic.Bool
 	// clockBroken records that the injected clock panicked; the loop's
 	// next event then fails the run (K25).
 	clockBroken atomic.Bool
-	done        ended
+	done        chan struct{} // closed when the run has ended
 
-	// Owned by the loop goroutine until done fires; read-only after.
+	// Owned by the loop goroutine until done is closed; read-only after.
 	st state
 	// Started lifecycles awaiting a terminal, innermost last: at most a
 	// turn and one operation, since a turn runs its operations one at a
@@ -92,12 +90,37 @@ type Run struct {
 	nopen    int
 	openCall openTool   // the call of the open tool lifecycle, if any
 	ixMu     sync.Mutex // guards st.interactions and the interactions in flight
-	// How the run ended, once done has fired; its Result adds what st
-	// holds rather than keeping a second copy of it.
+	// How the run ended, once done is closed.
 	status  Status
 	final   message.Message
 	problem problem.Problem
 	err     error
+}
+
+// runCtx is a run's own context: it lives under the caller's context and
+// is cancelled by Run.Cancel, Shutdown and the end of the run.
+type runCtx struct {
+	context.Context
+	stop context.CancelCauseFunc
+}
+
+func newRunCtx(caller context.Context) runCtx {
+	ctx, stop := context.WithCancelCause(caller)
+	return runCtx{Context: ctx, stop: stop}
+}
+
+// cancel ends the context. A caller's end that came first keeps its own
+// error and cause.
+func (c *runCtx) cancel() { c.stop(nil) }
+
+// ended reports whether the run has ended.
+func (r *Run) ended() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // result returns the Result of an ended run.
@@ -123,20 +146,15 @@ func (r *Run) Cancel() { r.rctx.cancel() }
 func (r *Run) Suspend() { r.suspend.Store(true) }
 
 // Done is closed when the run has ended.
-func (r *Run) Done() <-chan struct{} { return r.done.wait() }
+func (r *Run) Done() <-chan struct{} { return r.done }
 
 // Wait blocks until the run has ended or ctx is done. The error is nil for a
 // completed run, ErrCancelled for a cancelled one, ErrSuspended for a
 // suspended one, a *Failure for a failed one, and a *DurabilityError when the
 // terminal event could not be made durable (K26).
 func (r *Run) Wait(ctx context.Context) (Result, error) {
-	// A run played on the caller's goroutine has ended by now: then it
-	// needs no channel and no select.
-	if r.done.fired() {
-		return r.result(), r.err
-	}
 	select {
-	case <-r.done.wait():
+	case <-r.done:
 		return r.result(), r.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
@@ -152,12 +170,12 @@ func (r *Run) Subscribe(ctx context.Context, afterSeq uint64) (*eventlog.Subscri
 func (r *Run) Stats() eventlog.Stats { return r.log.Stats() }
 
 func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease *plan.Lease, st state) (*Run, error) {
-	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), st: st}
+	r := &Run{e: e, def: def, lease: lease, plan: lease.Plan(), st: st, done: make(chan struct{})}
 	fail := func(err error) (*Run, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FinalizeTimeout)
 		defer cancel()
 		if rerr := lease.Release(fctx); rerr != nil {
-			return nil, &Failure{Problem: problem.Must(CodeReleaseFailed, "the plan lease could not be released"), Cause: rerr}
+			return nil, &Failure{Problem: problemRelease, Cause: rerr}
 		}
 		return nil, err
 	}
@@ -179,14 +197,9 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	}
 	// Complete before registered: Shutdown may cancel r the moment it is
 	// in the active set.
-	r.rctx.caller = ctx
-	// Only observers read the append context (the log ignores it without
-	// them, and a lease's release only waits on its cancellation), so
-	// without observers Background does the same without an allocation.
-	r.appendCtx = context.Background()
-	if e.cfg.observed() {
-		r.appendCtx = context.WithoutCancel(&r.rctx)
-	}
+	r.rctx = newRunCtx(ctx)
+	r.appendCtx = context.WithoutCancel(r.rctx.Context)
+	r.obs.d = e.cfg.FinalizeTimeout
 	r.parts = e.planParts(r.plan)
 	if err := e.register(r); err != nil {
 		r.rctx.cancel()
@@ -210,8 +223,7 @@ func newID[T ~string](e *Engine, k id.Kind, field string) (v T, err error) {
 // planParts is what every run on one plan derives from it the same way:
 // its definitions as a slice for requests (model.NewRequest copies them,
 // and no run writes them) and its fingerprint in hex. The engine keeps
-// them for the plan it saw last, so runs on that plan share them instead
-// of deriving them again.
+// them for the plan it saw last, so runs on that plan share them.
 type planParts struct {
 	plan        plan.Plan
 	tools       []tool.Definition
@@ -222,18 +234,9 @@ func (e *Engine) planParts(p plan.Plan) *planParts {
 	if c := e.lastPlan.Load(); c != nil && c.plan == p {
 		return c
 	}
-	c := planParts{plan: p, tools: definitions(p), fingerprint: p.Fingerprint().String()}
-	// The first plan is kept in the engine itself, written once before it
-	// is published: most engines only ever see one plan.
-	if e.firstPlanSet.CompareAndSwap(false, true) {
-		e.firstPlan = c
-		e.lastPlan.Store(&e.firstPlan)
-		return &e.firstPlan
-	}
-	pc := new(planParts)
-	*pc = c
-	e.lastPlan.Store(pc)
-	return pc
+	c := &planParts{plan: p, tools: definitions(p), fingerprint: p.Fingerprint().String()}
+	e.lastPlan.Store(c)
+	return c
 }
 
 // definitions returns p's definitions as a slice, nil for a plan without

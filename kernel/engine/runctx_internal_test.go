@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
+type ctxKey struct{}
+
 func TestK24_RunCtxLiveUntilCancelled(t *testing.T) {
 	caller := context.WithValue(context.Background(), ctxKey{}, "v")
-	c := &runCtx{caller: caller}
+	c := newRunCtx(caller)
 	if err := c.Err(); err != nil {
 		t.Fatalf("Err = %v before any cancellation", err)
 	}
@@ -46,7 +48,7 @@ func TestK24_RunCtxLiveUntilCancelled(t *testing.T) {
 func TestK24_RunCtxSeesTheCallersEndWithoutAWatch(t *testing.T) {
 	caller, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
 	defer cancel()
-	c := &runCtx{caller: caller}
+	c := newRunCtx(caller)
 	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Err = %v, want the caller's context.DeadlineExceeded", err)
 	}
@@ -69,7 +71,7 @@ func TestK24_RunCtxCancelAfterTheCallerEndedReportsTheCaller(t *testing.T) {
 	cause := errors.New("host going away")
 	caller, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
-	c := &runCtx{caller: caller}
+	c := newRunCtx(caller)
 	c.cancel() // before anything polled the caller
 	if err := c.Err(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Err = %v, want context.Canceled", err)
@@ -83,7 +85,7 @@ func TestK24_RunCtxDoneFollowsTheCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		caller, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c := &runCtx{caller: caller}
+		c := newRunCtx(caller)
 		done := c.Done()
 		time.Sleep(time.Minute) // synctest: the caller's deadline passes
 		synctest.Wait()
@@ -102,7 +104,7 @@ func TestK24_RunCtxDoneFollowsTheCaller(t *testing.T) {
 // tool's), directly or through a value, end with it before its cancel
 // returns, and register with it rather than starting a goroutine each.
 func TestK24_RunCtxDerivedContextsEndWithTheRun(t *testing.T) {
-	c := &runCtx{caller: context.Background()}
+	c := newRunCtx(context.Background())
 	before := runtime.NumGoroutine()
 	var derived []context.Context
 	for range 50 {
@@ -132,7 +134,7 @@ func TestK24_RunCtxDerivedContextsEndWithTheRun(t *testing.T) {
 
 func TestK24_RunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &runCtx{caller: context.Background()}
+		c := newRunCtx(context.Background())
 		c.cancel()
 		ran := make(chan struct{})
 		stop := context.AfterFunc(c, func() { close(ran) })
@@ -148,7 +150,7 @@ func TestK24_RunCtxAfterFuncOnAnEndedContextRunsAtOnce(t *testing.T) {
 func TestK24_RunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		caller, cancel := context.WithCancel(context.Background())
-		c := &runCtx{caller: caller}
+		c := newRunCtx(caller)
 		ran := make(chan struct{})
 		context.AfterFunc(c, func() { close(ran) })
 		cancel()
@@ -162,7 +164,7 @@ func TestK24_RunCtxCallersEndRunsRegisteredFuncs(t *testing.T) {
 func TestK24_RunCtxConcurrentUse(t *testing.T) {
 	for range 50 {
 		caller, cancelCaller := context.WithCancel(context.Background())
-		c := &runCtx{caller: caller}
+		c := newRunCtx(caller)
 		var wg sync.WaitGroup
 		wg.Add(4)
 		go func() { defer wg.Done(); c.cancel() }()
@@ -191,7 +193,7 @@ func TestK24_RunCtxConcurrentUse(t *testing.T) {
 // request context would fail the run instead of cancelling it.
 func TestK24_RunCtxDoneClosedMeansErrSet(t *testing.T) {
 	for range 2000 {
-		c := &runCtx{caller: context.Background()}
+		c := newRunCtx(context.Background())
 		c.Done()
 		var (
 			wg       sync.WaitGroup
@@ -229,7 +231,7 @@ func TestK24_RunCtxDoneClosedMeansErrSet(t *testing.T) {
 func TestK24_RunCtxCauseStaysTheRunsOwn(t *testing.T) {
 	host := errors.New("host going away")
 	caller, cancelCaller := context.WithCancelCause(context.Background())
-	c := &runCtx{caller: caller}
+	c := newRunCtx(caller)
 	c.cancel()
 	cancelCaller(host)
 	if got := context.Cause(c); !errors.Is(got, context.Canceled) || errors.Is(got, host) {

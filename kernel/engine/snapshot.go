@@ -77,7 +77,7 @@ func (s Snapshot) Interactions() iter.Seq[id.Interaction] { return slices.Values
 // ended with an uncertain outcome (K29). The same run always encodes to the
 // same bytes.
 func (r *Run) Snapshot() ([]byte, error) {
-	if !r.done.fired() {
+	if !r.ended() {
 		return nil, &RefusedError{Reason: "the run is active"}
 	}
 	if r.st.uncertain {

@@ -21,6 +21,10 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
 
+// Helpers for runs and model streams: starting and waiting, providers and
+// streams made of functions, ID sources, stream failure cases, and the
+// assertions on failures and secrets.
+
 // start starts a run of definition(maxTurns) with the message "hello"
 // under ctx.
 func (f *fixture) start(t testing.TB, ctx context.Context, maxTurns int) *engine.Run {

@@ -22,7 +22,9 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
 
-// Helpers for finalize, close, interaction, snapshot and fuzz tests.
+// Helpers for tool calls: tools, gates, dispatchers, plan sources, brokers
+// and suspended tool runs (finalize, close, interaction, snapshot and fuzz
+// tests).
 
 type toolFunc = func(ctx context.Context, call tool.Call, r tool.Reporter) (tool.Result, error)
 
