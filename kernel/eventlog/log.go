@@ -100,8 +100,8 @@ type Log struct {
 	lim limits
 
 	// pub serializes commit plus publication when there are observers, so
-	// every observer sees sequences in order.
-	pub      token
+	// every observer sees sequences in order; nil without observers.
+	pub      *token
 	observed bool        // the log has observers: appends take pub
 	closed   bool        // no more appends; guarded by mu
 	be       *bestEffort // nil without best-effort observers
@@ -151,7 +151,7 @@ func New(cfg Config) (*Log, error) {
 		required: append([]Observer(nil), cfg.Required...),
 	}}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
-		l.observed = true
+		l.observed, l.pub = true, newToken()
 	}
 	if len(cfg.BestEffort) == 0 {
 		return l, nil
@@ -249,16 +249,16 @@ func (l *Log) commit(e *Event, terminal bool) error {
 	}
 	e.seq, e.log, e.size = seq, l.lim.name, size
 	for l.count > 0 && (l.count >= maxEvents || l.bytes+size > maxBytes) {
-		l.evictOldest()
+		l.evictOldestLocked()
 	}
-	l.push(e)
+	l.pushLocked(e)
 	l.last = seq
-	l.signal()
+	l.signalLocked()
 	l.mu.Unlock()
 	return nil
 }
 
-func (l *Log) push(e *Event) {
+func (l *Log) pushLocked(e *Event) {
 	if l.count == len(l.ring) {
 		n := min(max(2*len(l.ring), l.lim.capacity), l.lim.maxEvents)
 		ring := make([]entry, n)
@@ -266,21 +266,21 @@ func (l *Log) push(e *Event) {
 		copy(ring[k:], l.ring[:l.head])
 		l.ring, l.head = ring, 0
 	}
-	l.ring[l.slot(l.count)] = entry{kind: e.kind, payload: e.payload, sec: e.time.Unix(), nsec: int32(e.time.Nanosecond()), size: int32(e.size)}
+	l.ring[l.slotLocked(l.count)] = entry{kind: e.kind, payload: e.payload, sec: e.time.Unix(), nsec: int32(e.time.Nanosecond()), size: int32(e.size)}
 	l.count++
 	l.bytes += e.size
 }
 
-func (l *Log) evictOldest() {
+func (l *Log) evictOldestLocked() {
 	l.bytes -= int(l.ring[l.head].size)
 	l.ring[l.head] = entry{} // drop the payload reference
-	l.head = l.slot(1)
+	l.head = l.slotLocked(1)
 	l.count--
 	l.stats.evictions++
 }
 
-// slot returns the ring index of the i-th retained event.
-func (l *Log) slot(i int) int {
+// slotLocked returns the ring index of the i-th retained event.
+func (l *Log) slotLocked(i int) int {
 	j := l.head + i
 	if j >= len(l.ring) {
 		j -= len(l.ring)
@@ -288,12 +288,13 @@ func (l *Log) slot(i int) int {
 	return j
 }
 
-// first returns the oldest retained sequence (last+1 when empty).
-func (l *Log) first() uint64 { return l.last - uint64(l.count) + 1 }
+// firstLocked returns the oldest retained sequence (last+1 when empty).
+func (l *Log) firstLocked() uint64 { return l.last - uint64(l.count) + 1 }
 
-// at returns the retained event with sequence seq, first() <= seq <= last.
-func (l *Log) at(seq uint64) Event {
-	s := &l.ring[l.slot(int(seq-l.first()))]
+// atLocked returns the retained event with sequence seq,
+// firstLocked() <= seq <= last.
+func (l *Log) atLocked(seq uint64) Event {
+	s := &l.ring[l.slotLocked(int(seq-l.firstLocked()))]
 	return Event{log: l.lim.name, seq: seq, kind: s.kind, time: time.Unix(s.sec, int64(s.nsec)).UTC(),
 		payload: s.payload, size: int(s.size)}
 }
@@ -311,8 +312,8 @@ type entry struct {
 	size    int32 // at most MaxEventBytes
 }
 
-// signal wakes every waiting subscriber.
-func (l *Log) signal() {
+// signalLocked wakes every waiting subscriber.
+func (l *Log) signalLocked() {
 	if l.wake != nil {
 		close(l.wake)
 		l.wake = nil
@@ -328,7 +329,7 @@ func (l *Log) signal() {
 func (l *Log) Close(ctx context.Context) error {
 	l.mu.Lock()
 	l.closed = true
-	l.signal()
+	l.signalLocked()
 	l.mu.Unlock()
 	if !l.observed {
 		return nil
@@ -381,7 +382,7 @@ func (l *Log) Stats() Stats {
 	l.mu.Lock()
 	c := l.stats
 	s := Stats{
-		RetainedEvents: l.count, RetainedBytes: l.bytes, FirstSeq: l.first(), LastSeq: l.last,
+		RetainedEvents: l.count, RetainedBytes: l.bytes, FirstSeq: l.firstLocked(), LastSeq: l.last,
 		Evictions: c.evictions, Rejected: c.rejected, OutOfRange: c.outOfRange,
 		Exhaustions: c.exhaustions, SlowDisconnects: c.slowDisconnects,
 	}

@@ -33,7 +33,7 @@ func (l *Log) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, er
 		return nil, err
 	}
 	l.mu.Lock()
-	if low := l.lowCursor(); afterSeq < low || afterSeq > l.last {
+	if low := l.lowCursorLocked(); afterSeq < low || afterSeq > l.last {
 		rec := low
 		if afterSeq > l.last {
 			rec = l.last
@@ -51,9 +51,9 @@ func (l *Log) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, er
 	return s, nil
 }
 
-// lowCursor returns the oldest cursor the log serves now.
-func (l *Log) lowCursor() uint64 {
-	low := l.first() - 1
+// lowCursorLocked returns the oldest cursor the log serves now.
+func (l *Log) lowCursorLocked() uint64 {
+	low := l.firstLocked() - 1
 	if lag := uint64(l.lim.maxLag); lag > 0 && l.last > lag {
 		low = max(low, l.last-lag)
 	}
@@ -67,7 +67,7 @@ func (s *Subscription) end(err error) {
 	if s.err == nil {
 		s.err = err
 	}
-	l.signal()
+	l.signalLocked()
 	l.mu.Unlock()
 }
 
@@ -89,7 +89,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			if err := s.ctx.Err(); err != nil {
 				s.err = err
 			} else {
-				s.check()
+				s.checkLocked()
 			}
 		}
 		if s.err != nil {
@@ -98,7 +98,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			return Event{}, err
 		}
 		if s.next <= l.last {
-			e := l.at(s.next)
+			e := l.atLocked(s.next)
 			s.next++
 			l.mu.Unlock()
 			return e, nil
@@ -117,17 +117,17 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// check ends a subscription that fell behind or reached the end of a closed
-// log. The caller holds log.mu.
-func (s *Subscription) check() {
+// checkLocked ends a subscription that fell behind or reached the end of a
+// closed log.
+func (s *Subscription) checkLocked() {
 	l := s.log
 	switch {
-	case s.next < l.first():
+	case s.next < l.firstLocked():
 		l.stats.exhaustions++
-		s.err = &ExhaustedError{Reason: Evicted, LastDelivered: s.next - 1, Recovery: l.lowCursor()}
+		s.err = &ExhaustedError{Reason: Evicted, LastDelivered: s.next - 1, Recovery: l.lowCursorLocked()}
 	case l.lim.maxLag > 0 && l.last-(s.next-1) > uint64(l.lim.maxLag):
 		l.stats.slowDisconnects++
-		s.err = &ExhaustedError{Reason: Lagged, LastDelivered: s.next - 1, Recovery: l.lowCursor()}
+		s.err = &ExhaustedError{Reason: Lagged, LastDelivered: s.next - 1, Recovery: l.lowCursorLocked()}
 	case l.closed && s.next > l.last:
 		s.err = io.EOF
 	}

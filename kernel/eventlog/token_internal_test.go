@@ -18,7 +18,7 @@ func expiredCtx() context.Context {
 // A free token is taken even with a done context; a held one is not, and
 // the waiter gets its context's error.
 func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
-	tk := new(token)
+	tk := newToken()
 	if err := tk.acquire(expiredCtx()); err != nil {
 		t.Fatalf("acquire of a free token with a done context: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestK17_TokenPrefersTheTokenOverADoneContext(t *testing.T) {
 // A waiter parks until the token is given back, then takes it.
 func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tk := new(token)
+		tk := newToken()
 		if err := tk.acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 		if err := <-got; err != nil {
 			t.Fatalf("waiter: %v", err)
 		}
-		if tk.state.Load() != tokenHeld {
+		if tk.state() != tokenHeld {
 			t.Fatal("the waiter returned without the token")
 		}
 	})
@@ -63,7 +63,7 @@ func TestK17_TokenWakesAWaiterOnRelease(t *testing.T) {
 // still holds the token and nobody else gets it.
 func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tk := new(token)
+		tk := newToken()
 		if err := tk.acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -72,11 +72,11 @@ func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 		if err := tk.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("acquire = %v, want context.DeadlineExceeded", err)
 		}
-		if tk.queued() != 0 || tk.state.Load() != tokenHeld {
-			t.Fatalf("after a give-up: %d queued, state %d; want 0 queued, held", tk.queued(), tk.state.Load())
+		if tk.queued() != 0 || tk.state() != tokenHeld {
+			t.Fatalf("after a give-up: %d queued, state %d; want 0 queued, held", tk.queued(), tk.state())
 		}
 		tk.release()
-		if tk.state.Load() != tokenFree {
+		if tk.state() != tokenFree {
 			t.Fatal("a release with nobody waiting left the token taken")
 		}
 	})
@@ -86,7 +86,7 @@ func TestK17_TokenWaiterGivesUpOnItsContext(t *testing.T) {
 // a give-back while someone waits hands the token to the longest waiter.
 func TestK17_TokenIsFairToAWaiterWithABound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tk := new(token)
+		tk := newToken()
 		stop, holding := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -124,7 +124,7 @@ func TestK17_TokenIsFairToAWaiterWithABound(t *testing.T) {
 // Many appenders, some giving up: every holder is alone, and nobody is
 // left waiting on a free token.
 func TestK17_TokenExcludesUnderContention(t *testing.T) {
-	tk := new(token)
+	tk := newToken()
 	var (
 		wg      sync.WaitGroup
 		inside  int // guarded by tk; the race detector checks it
@@ -153,8 +153,8 @@ func TestK17_TokenExcludesUnderContention(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if tk.state.Load() != tokenFree || tk.queued() != 0 {
-		t.Fatalf("state %d, %d queued after every appender finished", tk.state.Load(), tk.queued())
+	if tk.state() != tokenFree || tk.queued() != 0 {
+		t.Fatalf("state %d, %d queued after every appender finished", tk.state(), tk.queued())
 	}
 	if entered < 8*500*6/7-8 {
 		t.Fatalf("only %d of %d acquisitions without a deadline succeeded", entered, 8*500)
@@ -162,11 +162,17 @@ func TestK17_TokenExcludesUnderContention(t *testing.T) {
 }
 
 // queued returns how many appenders wait for t.
-func (t *token) queued() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.waiters == nil {
-		return 0
+func (t *token) queued() int { return int(t.waiting.Load()) }
+
+const (
+	tokenFree int32 = iota
+	tokenHeld
+)
+
+// state reports whether the token is free or held.
+func (t *token) state() int32 {
+	if len(t.slot) == 1 {
+		return tokenHeld
 	}
-	return len(t.waiters.queue)
+	return tokenFree
 }
