@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/problem"
@@ -21,6 +22,18 @@ var errTokensSpent = func() error {
 	return e
 }()
 
+// meter is what a pair's budgets count, over both workers.
+type meter struct {
+	tokens    atomic.Int64 // tokens of completed model operations
+	requested atomic.Int64 // tool calls the models requested
+}
+
+// tokensSpent reports whether the pair's token budget, if any, is spent.
+func (p *Pair) tokensSpent() bool {
+	b := p.cfg.Budget.Tokens
+	return b > 0 && p.use.tokens.Load() >= b
+}
+
 // metered is the budget decorator around a worker's provider: it refuses
 // new model operations once the pair's token budget is spent, and stops
 // the pair at the first requested tool call over its tool-call budget,
@@ -35,8 +48,8 @@ type metered struct {
 
 func (m *metered) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	p := m.c.pair
-	if b := p.cfg.Budget.Tokens; b > 0 && p.tokens.Load() >= b {
-		p.stop(stopTokens)
+	if p.tokensSpent() {
+		p.halt(stopTokens)
 		return nil, errTokensSpent
 	}
 	s, err := m.inner.Stream(ctx, req)
@@ -58,13 +71,13 @@ func (s *meteredStream) Recv() (model.Item, error) {
 	}
 	switch it.Kind() {
 	case model.KindToolCall:
-		if b := s.p.cfg.Budget.ToolCalls; s.p.requested.Add(1) > b && b > 0 {
+		if b := s.p.cfg.Budget.ToolCalls; s.p.use.requested.Add(1) > b && b > 0 {
 			// The engine sees the cancellation before it runs any call
 			// of this operation.
-			s.p.stop(stopToolCalls)
+			s.p.halt(stopToolCalls)
 		}
 	case model.KindCompleted:
-		s.p.tokens.Add(it.Usage().Total())
+		s.p.use.tokens.Add(it.Usage().Total())
 	}
 	return it, nil
 }

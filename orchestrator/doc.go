@@ -33,9 +33,14 @@
 // Every run lives under the caller's context, so it sees the caller's
 // deadline and values, and the caller's cancellation cancels it at once. The
 // pair's own stops (Cancel, a budget) shut both workers' engines down,
-// which cancels the active run (K24) and refuses any later one: a run's
-// context never hangs off a cancellable context of the pair's, which would
-// cost every run a registration with it.
+// which cancels the active run (K24) and refuses any later one; a run's
+// context is never derived from a context of the pair's.
+//
+// Pair keeps what a reader needs to follow a pair: its settings, its crew,
+// its lease, its timeline (relay.go: the log, how pair events are written,
+// and relayMemory, the one place that economizes on relayed events' memory),
+// its stop state (stop.go), its meter (budget.go) and its progress and
+// result.
 //
 // A Team plays many pairs of one Config, reusing the workers' engines: each
 // pair borrows a crew (its two workers) for its whole life and gives it back

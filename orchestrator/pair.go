@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -16,52 +15,37 @@ import (
 // Pair is one running or finished pair. Its methods are safe for
 // concurrent use.
 type Pair struct {
-	cfg  *settings // shared by a Team's pairs; never written
-	task task
-	crew *crew         // the workers: the pair's own, or lent by a Team
-	team *Team         // lent the crew; nil for a pair of its own
-	held atomic.Uint32 // a crewState
-	slab slab          // AfterRun delivery: both relays' slots
-	// What the events relayed from each run share: room for a relay's
-	// two runs in one allocation, apart from the Pair, which relayed
-	// events must not keep alive.
-	heads *[2]relayHead
+	cfg   *settings // shared by a Team's pairs; never written
+	task  task
+	crew  *crew // the workers: the pair's own, or lent by a Team
+	team  *Team // lent the crew; nil for a pair of its own
 	lease *plan.Lease
 	plan  plan.Plan
-	log   *eventlog.Log // the pair timeline
-
-	// caller is the caller's context, which every run gets as is: its end
+	// ctx is the caller's context, which every run gets as is: its end
 	// cancels the active run and stops the pair (O6), and runs see its
 	// deadline and values. The pair's own stops cancel the active run
-	// through its worker's engine (stop), so a run's context never hangs
-	// off a cancellable context of the pair's, which would cost every run
-	// a registration with it.
-	caller context.Context
-	// appendCtx is the caller's context without its cancellation: pair
-	// events the pair decided to write are written even after a cancel.
-	appendCtx context.Context
-	observed  bool        // the timeline has observers that may block
-	nheads    uint8       // heads handed out, at most len(heads)
-	wall      *time.Timer // the wall-time budget; nil without one
+	// through its worker's engine (stop.go).
+	ctx  context.Context
+	tl   timeline      // the pair timeline and the memory of its relayed events
+	stop stopState     // Cancel, the budgets, and the pair's hold on its crew
+	use  meter         // what the budgets meter
+	done chan struct{} // closed when the pair has ended
 
-	stopped   atomic.Uint32 // a stopCode, set once
-	tokens    atomic.Int64  // metered: tokens of completed model operations
-	requested atomic.Int64  // metered: tool calls the models requested
-	toolCalls atomic.Int64  // tool.started events relayed
-	failure   atomic.Pointer[error]
+	// Owned by the goroutine that plays the pair until done is closed;
+	// read-only after.
+	prog   progress
+	result Result
+	err    error
+}
 
-	done ended
-
-	// Owned by the pair goroutine until done fires; read-only after.
-	rounds  int
-	runs    int
-	usage   model.Usage
-	final   message.Message
-	review  message.Message
-	seen    [][sha256.Size]byte
-	seenBuf [2][sha256.Size]byte // a relay hands off once; room to grow past it
-	result  Result
-	err     error
+// progress is how far the pattern has come.
+type progress struct {
+	rounds int
+	runs   int
+	usage  model.Usage
+	final  message.Message
+	review message.Message
+	seen   [][sha256.Size]byte // the digests of every handoff so far (O5)
 }
 
 // Start validates cfg, builds both workers, leases the plan source's
@@ -97,14 +81,7 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A pair of its own keeps its settings in the same allocation.
-	own := &struct {
-		p Pair
-		n settings
-		c crew
-	}{n: n}
-	p := &own.p
-	p.cfg, p.task, p.crew = &own.n, t, &own.c
+	p := &Pair{cfg: &n, task: t, crew: new(crew)}
 	if err := p.crew.build(&cfg, n); err != nil {
 		return nil, err
 	}
@@ -117,30 +94,18 @@ func prepare(ctx context.Context, cfg Config) (*Pair, error) {
 // open takes the pair from built to ready: it lends the crew to the pair,
 // leases the plan and opens the timeline. An error leaves no trace.
 func (p *Pair) open(ctx context.Context, tc *TimelineConfig) (err error) {
-	p.seen = p.seenBuf[:0]
+	p.ctx, p.done = ctx, make(chan struct{})
 	p.crew.lend(p)
-	n := p.cfg
-	if p.lease, err = leaseCurrent(ctx, n.Plans); err != nil {
+	if p.lease, err = leaseCurrent(ctx, p.cfg.Plans); err != nil {
 		return err
 	}
 	p.plan = p.lease.Plan()
-	lc := tc.logConfig()
-	lc.Capacity = timelineCapacity(n.Pattern)
-	lc.Name = p.task.pairID // so observers shared by many logs (a store) file it under the pair
-	if p.log, err = eventlog.New(lc); err != nil {
+	if err := p.tl.open(ctx, tc, p.task.pairID, p.cfg); err != nil {
 		p.releaseLease()
 		return err
 	}
-	p.observed = len(tc.Required)+len(tc.BestEffort) > 0
-	p.caller = ctx
-	// Only observers read the append context, and a lease's release only
-	// its cancellation: without observers, Background does the same.
-	p.appendCtx = context.Background()
-	if p.observed {
-		p.appendCtx = context.WithoutCancel(ctx)
-	}
-	if d := n.Budget.WallTime; d > 0 {
-		p.wall = time.AfterFunc(d, func() { p.stop(stopWallTime) })
+	if d := p.cfg.Budget.WallTime; d > 0 {
+		p.stop.wall = time.AfterFunc(d, func() { p.halt(stopWallTime) })
 	}
 	return nil
 }
@@ -171,23 +136,18 @@ func (p *Pair) Roles() (first, second string) { return p.cfg.Roles[0], p.cfg.Rol
 
 // Cancel asks the pair to stop: its active run is cancelled and no further
 // run starts (O6). It returns at once; Wait reports the end.
-func (p *Pair) Cancel() { p.stop(stopCancelled) }
+func (p *Pair) Cancel() { p.halt(stopCancelled) }
 
 // Done is closed when the pair has ended.
-func (p *Pair) Done() <-chan struct{} { return p.done.wait() }
+func (p *Pair) Done() <-chan struct{} { return p.done }
 
 // Wait blocks until the pair has ended or ctx is done. The error is nil for
 // ReasonCompleted and ReasonApproved, ErrCancelled for a cancelled pair, an
 // *Error for every other reason, and a *DurabilityError when the pair
 // terminal could not be made durable.
 func (p *Pair) Wait(ctx context.Context) (Result, error) {
-	// A pair played by Run has ended by now: then it needs no channel and
-	// no select.
-	if p.done.fired() {
-		return p.result, p.err
-	}
 	select {
-	case <-p.done.wait():
+	case <-p.done:
 		return p.result, p.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
@@ -197,11 +157,11 @@ func (p *Pair) Wait(ctx context.Context) (Result, error) {
 // Subscribe returns a cursor over the pair timeline after afterSeq, with
 // the same replay-then-tail, gap-free contract as a run log (O7, K19).
 func (p *Pair) Subscribe(ctx context.Context, afterSeq uint64) (*eventlog.Subscription, error) {
-	return p.log.Subscribe(ctx, afterSeq)
+	return p.tl.log.Subscribe(ctx, afterSeq)
 }
 
 // Stats returns the timeline's health stats.
-func (p *Pair) Stats() eventlog.Stats { return p.log.Stats() }
+func (p *Pair) Stats() eventlog.Stats { return p.tl.log.Stats() }
 
 // run plays the pattern and always finishes.
 func (p *Pair) run() {
@@ -216,7 +176,7 @@ func (p *Pair) play() (out outcome) {
 			out = outcome{reason: ReasonInfrastructure, err: errPanic}
 		}
 	}()
-	if err := p.emit(Started{
+	if err := p.tl.emit(Started{
 		PairID:          p.task.pairID,
 		PlanID:          string(p.plan.ID()),
 		PlanFingerprint: p.plan.Fingerprint(),
@@ -238,17 +198,13 @@ func (p *Pair) play() (out outcome) {
 // finish runs after the last run: it releases the lease exactly once, then
 // writes the single pair terminal and closes the timeline (O2, O5).
 func (p *Pair) finish(out outcome) {
-	if p.wall != nil {
-		p.wall.Stop()
+	if p.stop.wall != nil {
+		p.stop.wall.Stop()
 	}
 	// As in a run's finalization: only observers can block here, and a
 	// lease bounds its own release.
-	fctx := p.appendCtx
-	if p.observed {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(fctx, p.cfg.FinalizeTimeout)
-		defer cancel()
-	}
+	fctx, cancel := p.tl.bound()
+	defer cancel()
 	if err := p.lease.Release(fctx); err != nil {
 		if out.reason.Succeeded() || out.reason == ReasonCancelled {
 			out = outcome{reason: ReasonInfrastructure, err: err}
@@ -256,23 +212,23 @@ func (p *Pair) finish(out outcome) {
 			out.err = errors.Join(out.err, err)
 		}
 	}
+	g := &p.prog
 	ended := Ended{
-		PairID: p.task.pairID, Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
-		InputTokens: p.usage.Input(), OutputTokens: p.usage.Output(), ToolCalls: p.toolCalls.Load(),
+		PairID: p.task.pairID, Reason: out.reason, Limit: out.limit, Rounds: g.rounds, Runs: g.runs,
+		InputTokens: g.usage.Input(), OutputTokens: g.usage.Output(), ToolCalls: p.tl.toolCalls.Load(),
 		Worker: out.worker, RunID: out.runID, Problem: out.problem,
 	}
-	ev, terr := p.log.Append(fctx, eventlog.Record{Kind: ended.Kind(), Time: p.now(), Terminal: true, Payload: ended})
-	_ = p.log.Close(fctx)
+	seq, terr := p.tl.end(fctx, ended)
 	p.result = Result{
-		Reason: out.reason, Limit: out.limit, Rounds: p.rounds, Runs: p.runs,
-		Usage: p.usage, ToolCalls: ended.ToolCalls, Final: p.final, Review: p.review,
-		LastSeq: p.log.Stats().LastSeq,
+		Reason: out.reason, Limit: out.limit, Rounds: g.rounds, Runs: g.runs,
+		Usage: g.usage, ToolCalls: ended.ToolCalls, Final: g.final, Review: g.review,
+		LastSeq: p.tl.log.Stats().LastSeq,
 	}
 	p.err = out.error()
 	if terr != nil {
-		p.err = &DurabilityError{Seq: ev.Seq(), Outcome: p.err, Err: terr}
+		p.err = &DurabilityError{Seq: seq, Outcome: p.err, Err: terr}
 	}
-	p.done.fire()
+	close(p.done)
 	// After done: a Team's Close, which waits for its crews to come back,
 	// then returns only once the pair has ended.
 	p.giveBack(fctx)
@@ -282,7 +238,7 @@ func (p *Pair) finish(out outcome) {
 // Team gets it back for its next pair, unless a stop shut its engines down;
 // a pair's own crew is closed.
 func (p *Pair) giveBack(ctx context.Context) {
-	reusable := p.held.CompareAndSwap(crewHeld, crewReturned)
+	reusable := p.stop.held.CompareAndSwap(crewHeld, crewReturned)
 	if p.team != nil {
 		p.team.put(ctx, p.crew, reusable)
 		return
@@ -294,30 +250,4 @@ func (p *Pair) releaseLease() {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FinalizeTimeout)
 	defer cancel()
 	_ = p.lease.Release(ctx)
-}
-
-// emit appends one pair event. Appends never use the caller's
-// cancellation; with observers the wait for them is bounded.
-func (p *Pair) emit(pl interface {
-	eventlog.Payload
-	Kind() string
-}) error {
-	ctx := p.appendCtx
-	if p.observed {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.FinalizeTimeout)
-		defer cancel()
-	}
-	_, err := p.log.Append(ctx, eventlog.Record{Kind: pl.Kind(), Time: p.now(), Payload: pl})
-	return err
-}
-
-// now reads the injected clock, containing its panics.
-func (p *Pair) now() (t time.Time) {
-	defer func() {
-		if recover() != nil {
-			t = time.Unix(0, 0).UTC()
-		}
-	}()
-	return p.cfg.Clock.Now()
 }

@@ -20,7 +20,7 @@ const (
 
 // relay runs the first worker on the task and the second on its answer.
 func (p *Pair) relay() outcome {
-	p.rounds = 1
+	p.prog.rounds = 1
 	draft, out, ok := p.step(first, p.task.msg)
 	if !ok {
 		return out
@@ -33,7 +33,7 @@ func (p *Pair) relay() outcome {
 	if !ok {
 		return out
 	}
-	p.final = answer.Final
+	p.prog.final = answer.Final
 	return outcome{reason: ReasonCompleted}
 }
 
@@ -42,12 +42,12 @@ func (p *Pair) relay() outcome {
 func (p *Pair) reviewLoop() outcome {
 	input := p.task.msg
 	for round := 1; ; round++ {
-		p.rounds = round
+		p.prog.rounds = round
 		draft, out, ok := p.step(first, input)
 		if !ok {
 			return out
 		}
-		p.final = draft.Final
+		p.prog.final = draft.Final
 		h, out, ok := p.handoff(first, draft, second)
 		if !ok {
 			return out
@@ -56,7 +56,7 @@ func (p *Pair) reviewLoop() outcome {
 		if !ok {
 			return out
 		}
-		p.review = review.Final
+		p.prog.review = review.Final
 		if p.cfg.Policy.Done(review.Final) {
 			return outcome{reason: ReasonApproved}
 		}
@@ -84,13 +84,13 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 	if out, stopped := p.interrupted(); stopped {
 		return finished{}, out, false
 	}
-	if b := p.cfg.Budget.Tokens; b > 0 && p.tokens.Load() >= b {
-		p.stop(stopTokens)
+	if p.tokensSpent() {
+		p.halt(stopTokens)
 		out, _ := p.interrupted()
 		return finished{}, out, false
 	}
 	worker := p.crew.workers[w]
-	r, err := worker.Run(p.caller, engine.Input{Message: msg, Plan: p.plan.ID()})
+	r, err := worker.Run(p.ctx, engine.Input{Message: msg, Plan: p.plan.ID()})
 	if err != nil {
 		// No run started: errors before a run's lease leave no trace.
 		if out, stopped := p.interrupted(); stopped {
@@ -98,13 +98,13 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 		}
 		return finished{}, p.workerFailed(w, "", err), false
 	}
-	p.runs++
-	res, err := r.Wait(p.appendCtx) // returns at once: Run has ended the run
-	p.usage = p.usage.Add(res.Usage)
+	p.prog.runs++
+	res, err := r.Wait(p.tl.appendCtx) // returns at once: Run has ended the run
+	p.prog.usage = p.prog.usage.Add(res.Usage)
 	if p.cfg.Delivery == AfterRun {
 		p.copyRun(w, r, res.LastSeq)
 	}
-	if f := p.failure.Load(); f != nil {
+	if f := p.tl.failure.Load(); f != nil {
 		return finished{}, outcome{reason: ReasonInfrastructure, err: *f}, false
 	}
 	if out, stopped := p.interrupted(); stopped {
@@ -131,18 +131,18 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 		return h, outcome{reason: ReasonHandoffRejected, worker: role, runID: f.RunID, err: err}, false
 	}
 	prov := h.Provenance()
-	if err := p.emit(HandedOff{
-		Round: p.rounds, From: prov.From, To: prov.To, FromRunID: prov.RunID, LastSeq: prov.LastSeq,
+	if err := p.tl.emit(HandedOff{
+		Round: p.prog.rounds, From: prov.From, To: prov.To, FromRunID: prov.RunID, LastSeq: prov.LastSeq,
 		SHA256: prov.SHA256, Bytes: prov.Bytes, AnswerBytes: prov.AnswerBytes, Cut: prov.Cut,
 	}); err != nil {
 		return h, outcome{reason: ReasonInfrastructure, err: err}, false
 	}
-	for _, d := range p.seen {
+	for _, d := range p.prog.seen {
 		if d == prov.SHA256 {
 			return h, outcome{reason: ReasonLoopDetected, worker: role, runID: f.RunID}, false
 		}
 	}
-	p.seen = append(p.seen, prov.SHA256)
+	p.prog.seen = append(p.prog.seen, prov.SHA256)
 	return h, outcome{}, true
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spice-orch/spice-orch/kernel/engine"
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/message"
 )
@@ -54,18 +53,14 @@ func BenchmarkRelayCopyRun(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p := &Pair{cfg: &settings{Pattern: Relay, Delivery: AfterRun, Roles: &[2]string{"w", "v"}}, crew: new(crew)}
-		lc := tc.logConfig()
-		lc.Capacity = 18
-		var err error
-		if p.log, err = eventlog.New(lc); err != nil {
+		if err := p.tl.open(context.Background(), &tc, "pair-1", p.cfg); err != nil {
 			b.Fatal(err)
 		}
-		p.appendCtx = context.Background()
 		p.crew.lend(p)
 		p.copyRun(0, r, last)
 		p.copyRun(0, r, last)
-		if p.failure.Load() != nil || p.log.Stats().LastSeq != 2*last {
-			b.Fatalf("relayed %d events, failure %v", p.log.Stats().LastSeq, p.failure.Load())
+		if p.tl.failure.Load() != nil || p.tl.log.Stats().LastSeq != 2*last {
+			b.Fatalf("relayed %d events, failure %v", p.tl.log.Stats().LastSeq, p.tl.failure.Load())
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package orchestrator
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
 
 // stopCode records why a pair was stopped from outside its pattern. The
 // first stop wins; later ones only shut the engines down again.
@@ -23,7 +27,14 @@ const (
 	crewReturned                  // the pair has ended and given the crew back
 )
 
-// stop records s unless the pair was already stopped, and shuts both
+// stopState is what stops a pair from outside its pattern.
+type stopState struct {
+	code atomic.Uint32 // a stopCode, set once
+	held atomic.Uint32 // a crewState
+	wall *time.Timer   // the wall-time budget; nil without one
+}
+
+// halt records s unless the pair was already stopped, and shuts both
 // workers' engines down: that cancels the active run (K24) and refuses
 // any later one, so the pair starts no further run (O6). A caller's
 // cancellation that came first wins; it needs no stop, since every run
@@ -32,12 +43,12 @@ const (
 // A stop reaches the engines only while the pair holds its crew: once the
 // pair has ended and given the crew back, a Team may have lent it to
 // another pair.
-func (p *Pair) stop(s stopCode) {
-	if p.caller.Err() != nil {
+func (p *Pair) halt(s stopCode) {
+	if p.ctx.Err() != nil {
 		s = stopCancelled
 	}
-	p.stopped.CompareAndSwap(uint32(stopNone), uint32(s))
-	if !p.held.CompareAndSwap(crewHeld, crewSpent) && p.held.Load() != crewSpent {
+	p.stop.code.CompareAndSwap(uint32(stopNone), uint32(s))
+	if !p.stop.held.CompareAndSwap(crewHeld, crewSpent) && p.stop.held.Load() != crewSpent {
 		return
 	}
 	for _, w := range p.crew.workers {
@@ -58,15 +69,17 @@ var expired = func() context.Context {
 // interrupted reports whether the pair has been stopped, by a stop or by
 // the caller's context, and with which outcome.
 func (p *Pair) interrupted() (outcome, bool) {
-	s := stopCode(p.stopped.Load())
-	if s == stopNone {
-		if p.caller.Err() == nil {
-			return outcome{}, false
-		}
-		p.stopped.CompareAndSwap(uint32(stopNone), uint32(stopCancelled))
-		s = stopCode(p.stopped.Load())
+	if p.ctx.Err() != nil {
+		p.stop.code.CompareAndSwap(uint32(stopNone), uint32(stopCancelled))
 	}
+	return stopOutcome(stopCode(p.stop.code.Load()))
+}
+
+// stopOutcome is the outcome of a pair stopped with s.
+func stopOutcome(s stopCode) (outcome, bool) {
 	switch s {
+	case stopNone:
+		return outcome{}, false
 	case stopTokens:
 		return outcome{reason: ReasonBudgetExhausted, limit: LimitTokens}, true
 	case stopToolCalls:

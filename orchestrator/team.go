@@ -11,11 +11,11 @@ import (
 
 // crew is a pair's two workers and the relays on their engines. It is lent
 // to one pair at a time: to its own pair, or to each pair of a Team in
-// turn. Its relays and budget decorators follow the pair it is lent to.
+// turn. Its relays and budget decorators serve the pair it is lent to.
 type crew struct {
 	workers [2]*workers.Worker
 	relays  [2]relay
-	pair    *Pair // the pair the crew is lent to; metered reads it
+	pair    *Pair // the pair the crew is lent to; nil while idle
 }
 
 // build builds the workers from the host's worker configs with the pair's
@@ -28,15 +28,8 @@ func (c *crew) build(cfg *Config, n settings) error {
 			wc.Engine.Provider = &metered{inner: wc.Engine.Provider, c: c}
 		}
 		if n.Delivery == Live {
-			// The engine copies its observers, so the relay's own
-			// one-element slice serves when the host has none of its own.
-			rl := &c.relays[i]
-			rl.self[0] = rl
-			req := rl.self[:]
-			if len(wc.Engine.Required) > 0 {
-				req = append(append(make([]eventlog.Observer, 0, 1+len(wc.Engine.Required)), rl), wc.Engine.Required...)
-			}
-			wc.Engine.Required = req
+			c.relays[i] = relay{c: c, w: i}
+			wc.Engine.Required = append([]eventlog.Observer{&c.relays[i]}, wc.Engine.Required...)
 		}
 		w, err := workers.New(wc)
 		if err != nil {
@@ -49,30 +42,11 @@ func (c *crew) build(cfg *Config, n settings) error {
 
 // lend hands the crew to p: from now on its relays write p's timeline and
 // its budget decorators meter p.
-func (c *crew) lend(p *Pair) {
-	c.pair = p
-	for i := range c.relays {
-		rl := &c.relays[i]
-		rl.p, rl.role, rl.hint, rl.head = p, &p.cfg.Roles[i], 0, nil
-		// A pair's relayed slots are its own: no block holds slots of two
-		// pairs, so keeping one pair's events keeps no other pair's.
-		rl.own = slab{}
-		rl.slab = &rl.own
-		if p.cfg.Delivery == AfterRun {
-			rl.slab = &p.slab
-		}
-	}
-}
+func (c *crew) lend(p *Pair) { c.pair = p }
 
 // unlend forgets the pair the crew was lent to, so that an idle crew
 // keeps nothing of it alive.
-func (c *crew) unlend() {
-	c.pair = nil
-	for i := range c.relays {
-		rl := &c.relays[i]
-		rl.p, rl.role, rl.head, rl.slab, rl.own = nil, nil, nil, nil, slab{}
-	}
-}
+func (c *crew) unlend() { c.pair = nil }
 
 // close refuses new runs on both engines; every run has ended by then.
 func (c *crew) close(ctx context.Context) {
