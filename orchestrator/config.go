@@ -305,10 +305,10 @@ func (t *TimelineConfig) normalize() error {
 	if t.MaxBytes == 0 {
 		t.MaxBytes = DefaultTimelineBytes
 	}
-	if t.MaxEvents < 16 {
+	switch {
+	case t.MaxEvents < minLogEvents:
 		return bound.Malformedf("pair.timeline.max_events", "must be at least 16")
-	}
-	if t.MaxBytes < 64<<10 {
+	case t.MaxBytes < minLogBytes:
 		return bound.Malformedf("pair.timeline.max_bytes", "must be at least 64 KiB")
 	}
 	if t.MaxLag == 0 {
@@ -336,14 +336,24 @@ func (t *TimelineConfig) normalize() error {
 	return nil
 }
 
+// A timeline is bounded like a run log (kernel/engine's Limits): at least
+// minLogEvents events and minLogBytes bytes, with the same reserve for
+// terminal events. TestTimelineBoundsAreARunLogs keeps the two in step.
+const (
+	minLogEvents     = 16
+	minLogBytes      = 64 << 10
+	logReserveEvents = 8
+	logReserveBytes  = 32 << 10
+)
+
 // logConfig is the timeline's eventlog configuration. Terminal events (the
 // pair terminal and relayed run terminals) get a reserve, as in a run log.
 func (t TimelineConfig) logConfig() eventlog.Config {
 	return eventlog.Config{
 		MaxEvents:     t.MaxEvents,
 		MaxBytes:      t.MaxBytes,
-		ReserveEvents: 8,
-		ReserveBytes:  32 << 10,
+		ReserveEvents: logReserveEvents,
+		ReserveBytes:  logReserveBytes,
 		MaxLag:        t.MaxLag,
 		Required:      t.Required,
 		BestEffort:    t.BestEffort,

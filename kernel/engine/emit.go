@@ -25,10 +25,10 @@ const (
 // an open tool operation is in Run.openCall: tool calls run one at a time,
 // so at most one tool lifecycle is ever open.
 type lifecycle struct {
-	kind     lifeKind
 	turn     id.Turn
 	op       id.Operation
-	index    int  // a turn's
+	index    int // a turn's
+	kind     lifeKind
 	observed bool // a model stream produced an item
 }
 
@@ -93,7 +93,7 @@ func (b *observerBound) release() {
 // them is bounded.
 func (r *Run) append(p event.Payload) (committed bool, err error) {
 	ctx := r.appendCtx
-	if len(r.e.cfg.Required) > 0 {
+	if r.obs != nil {
 		ctx = r.obs.get(r.appendCtx)
 	}
 	return r.appendWith(ctx, p)
@@ -232,7 +232,9 @@ func (r *Run) finalize(out outcome) {
 	// run it waited for has ended, its observers' goroutines are gone and
 	// no context an observer was given for it is still open (K27).
 	stop()
-	r.obs.release()
+	if r.obs != nil {
+		r.obs.release()
+	}
 	r.e.unregister(r)
 }
 

@@ -73,7 +73,7 @@ type Run struct {
 	// The run's contexts; doc.go says what each is for.
 	rctx      runCtx          // the run's: the caller's plus Cancel, Shutdown and the run's end
 	appendCtx context.Context // the run's without its cancellation, for the run's events
-	obs       observerBound   // bounds required observers on ordinary events
+	obs       *observerBound  // bounds required observers on ordinary events; nil without them
 
 	suspend atomic.Bool
 	// clockBroken records that the injected clock panicked; the loop's
@@ -199,7 +199,9 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	// in the active set.
 	r.rctx = newRunCtx(ctx)
 	r.appendCtx = context.WithoutCancel(r.rctx.Context)
-	r.obs.d = e.cfg.FinalizeTimeout
+	if len(e.cfg.Required) > 0 {
+		r.obs = &observerBound{d: e.cfg.FinalizeTimeout}
+	}
 	r.parts = e.planParts(r.plan)
 	if err := e.register(r); err != nil {
 		r.rctx.cancel()
