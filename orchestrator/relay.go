@@ -163,6 +163,23 @@ type relayMemory struct {
 
 const maxBlock = 64
 
+// relayed is one relayed event, in a slot of a block.
+type relayed struct {
+	head    *relayHead // shared by every event relayed from the run
+	runSeq  uint64
+	payload eventlog.Payload
+	size    int32 // the Relayed's EncodedLen when known, else 0; at most eventlog.MaxEventBytes
+}
+
+// relayHead is what every event relayed from one run shares: the worker's
+// role, the run, and the encoded length of the two in the envelope (0 when
+// unknown).
+type relayHead struct {
+	worker *string // the role in its pair's settings, held apart from any Pair or Team
+	runID  id.Run
+	fixed  int
+}
+
 // Envelope of a kernel event, as eventlog documents it:
 // {"seq":N,"kind":"…","time":"<TimeLayout>","payload":{…}}.
 const envelopeFixed = len(`{"seq":`) + len(`,"kind":`) + len(`,"time":"`) + len(eventlog.TimeLayout) + len(`","payload":`) + 1

@@ -192,7 +192,8 @@ func (t *Team) put(ctx context.Context, c *crew, reusable bool) {
 // Close refuses new pairs, closes the idle crews' engines and waits, at
 // most until ctx is done, for the pairs still playing to end; their crews
 // are closed as they do. It never cancels a pair: Cancel them first for
-// a prompt close.
+// a prompt close. As with engine.Engine.Close, Close drains: the reverse
+// of net/http's Server.Close.
 func (t *Team) Close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true

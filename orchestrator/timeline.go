@@ -189,27 +189,8 @@ func (p Ended) EncodedLen() int {
 // ...) and Payload is the kernel payload itself, unchanged and encoded
 // lazily: {"worker":…,"run_id":…,"run_seq":N,"payload":{…}}.
 //
-// Relayed is an immutable value. It holds a single reference, so storing it
-// in the timeline does not allocate: the relay hands out slots of a few
-// larger blocks instead of one allocation per event.
-type Relayed struct{ r *relayed }
-
-type relayed struct {
-	head    *relayHead // shared by every event relayed from the run
-	runSeq  uint64
-	payload eventlog.Payload
-	size    int32 // the Relayed's EncodedLen when known, else 0; at most eventlog.MaxEventBytes
-}
-
-// relayHead is what every event relayed from one run shares: the worker's
-// role, the run, and the encoded length of the two in the envelope (0 when
-// unknown). Sharing it keeps a slot small enough that a text pair's
-// fourteen fit a block of the next smaller size class.
-type relayHead struct {
-	worker *string // the role in its pair's settings, held apart from any Pair or Team
-	runID  id.Run
-	fixed  int
-}
+// Relayed is an immutable value.
+type Relayed struct{ r *relayed } // a slot of relayMemory (relay.go)
 
 // NewRelayed returns the relayed form of a run event, for hosts that
 // rebuild a timeline from stored events.

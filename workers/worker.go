@@ -65,8 +65,10 @@ func (w *Worker) Start(ctx context.Context, in engine.Input) (*engine.Run, error
 	return w.eng.Start(ctx, w.def, in)
 }
 
-// Close refuses new runs and waits for the active ones (engine.Engine.Close).
+// Close refuses new runs and waits for the active ones (engine.Engine.Close):
+// it drains, the reverse of net/http's Server.Close.
 func (w *Worker) Close(ctx context.Context) error { return w.eng.Close(ctx) }
 
-// Shutdown also asks the active runs to cancel (engine.Engine.Shutdown).
+// Shutdown also asks the active runs to cancel (engine.Engine.Shutdown),
+// the reverse of net/http's graceful Server.Shutdown.
 func (w *Worker) Shutdown(ctx context.Context) error { return w.eng.Shutdown(ctx) }

@@ -93,10 +93,8 @@ func (c Config) validate() error {
 // Log is a strictly sequenced, bounded, observable event log. It is safe for
 // concurrent use. The first event has sequence 1 and every next one exactly
 // one more; a sequence, once committed, is never reused (K15, K16).
-//
-// Every run has a log, so it keeps only what it reads after New, and stays
-// small: a smaller log is less for every run to allocate and to collect.
 type Log struct {
+	// Every run has a log, so it keeps only what it reads after New.
 	lim limits
 
 	// pub serializes commit plus publication when there are observers, so
