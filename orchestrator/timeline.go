@@ -259,7 +259,7 @@ func (p Relayed) AppendJSON(dst []byte) []byte {
 
 func (p Relayed) EncodedLen() int {
 	if p.r != nil && p.r.size > 0 {
-		return int(p.r.size) // measured when relayed (slab.relay)
+		return int(p.r.size) // measured when relayed (relayMemory.relayed)
 	}
 	n := 2
 	if pl := p.Payload(); pl != nil {
