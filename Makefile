@@ -34,11 +34,15 @@ archtest:
 race:
 	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
 
-## bench: the performance-table benchmarks, BENCH_COUNT runs each (compare
-## medians). -p 1: go test runs packages in parallel otherwise, and on two
-## cores one package's benchmark would take CPU from another's.
+## bench: the performance-table benchmarks, BENCH_COUNT runs each, then
+## BENCHMARKS.md regenerated from that output (medians; .ci/benchdoc).
+## -p 1: go test runs packages in parallel otherwise, and on two cores one
+## package's benchmark would take CPU from another's.
+BENCH_OUT    ?= bench.out
+bench: SHELL := /bin/bash
 bench:
-	$(GO) test -p 1 -run '^$$' -bench '^($(BENCHMARKS))$$' -benchmem -count $(BENCH_COUNT) -timeout $(TEST_TIMEOUT) ./...
+	set -o pipefail; $(GO) test -p 1 -run '^$$' -bench '^($(BENCHMARKS))$$' -benchmem -count $(BENCH_COUNT) -timeout $(TEST_TIMEOUT) ./... | tee $(BENCH_OUT)
+	$(GO) run ./.ci/benchdoc -in $(BENCH_OUT) -out BENCHMARKS.md
 
 ## fuzz: every FuzzXxx target in the module, one at a time, FUZZTIME each
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
