@@ -265,6 +265,7 @@ func (p *process) Close() error {
 			timer.Stop()
 			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.done // SIGKILL cannot be ignored: the leader is reaped soon
+			awaitGroupGone(p.cmd.Process.Pid, p.grace)
 			p.waitReads()
 		}
 		os.RemoveAll(p.dir)

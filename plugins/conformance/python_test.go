@@ -37,9 +37,14 @@ func pythonFixture(t *testing.T, env ...string) ProcessLauncher {
 
 func runSuite(t *testing.T, l Launcher, only ...string) []Result {
 	t.Helper()
+	return runSuiteWith(t, Config{Launcher: l, Only: only})
+}
+
+func runSuiteWith(t *testing.T, cfg Config) []Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rs, err := Run(ctx, Config{Launcher: l, Only: only})
+	rs, err := Run(ctx, cfg)
 	require.NoError(t, err)
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, rs))

@@ -36,6 +36,7 @@ type Result struct {
 	Case    string
 	Passed  bool
 	Detail  string // why it failed; empty when it passed
+	Err     error  // what Detail says, for errors.Is (ErrProof, ...)
 	Elapsed time.Duration
 }
 
@@ -115,12 +116,13 @@ func (s *session) run(ctx context.Context, c Case) (r Result) {
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			r.Passed, r.Detail = false, fmt.Sprintf("the case panicked: %v", p)
+			r.Passed, r.Err = false, fmt.Errorf("the case panicked: %v", p)
+			r.Detail = r.Err.Error()
 		}
 		r.Elapsed = time.Since(start)
 	}()
 	if err := c.run(ctx, s); err != nil {
-		r.Detail = err.Error()
+		r.Err, r.Detail = err, err.Error()
 		return r
 	}
 	r.Passed = true
