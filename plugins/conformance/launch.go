@@ -47,8 +47,6 @@ type ProcessLauncher struct {
 const (
 	maxExecutableBytes = 256 << 20
 	stderrTail         = 16 << 10
-	// maxCallMessage bounds what the suite's connection sends and receives.
-	maxCallMessage = 16 << 20
 )
 
 // Launch implements Launcher.
@@ -69,6 +67,7 @@ func (l ProcessLauncher) Launch(ctx context.Context, cfg LaunchConfig) (Target, 
 		return nil, err
 	}
 	t := &process{dir: dir, done: make(chan struct{}), grace: cmpDur(l.StopGrace, 2*time.Second)}
+	t.stderr.ended = make(chan struct{})
 	if err := t.start(ctx, l, cfg, bin); err != nil {
 		t.Close()
 		return nil, err
@@ -92,12 +91,6 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-func cmpDur(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
 
 // process is the Target of a ProcessLauncher.
 type process struct {
@@ -205,7 +198,7 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 		// stdout ended before a newline: the plugin is exiting.
 		select {
 		case <-p.done:
-			return fmt.Errorf("%w (%s)", ErrExited, p.cmd.ProcessState)
+			return fmt.Errorf("%w (%s)%s", ErrExited, p.cmd.ProcessState, p.lastLog())
 		case <-timer.C:
 			return fmt.Errorf("%w: stdout closed before a complete line", ErrHandshake)
 		}
@@ -244,8 +237,27 @@ func (p *process) PID() int                       { return p.cmd.Process.Pid }
 func (p *process) Done() <-chan struct{}          { return p.done }
 func (p *process) CloseStdin() error              { return p.stdin.Close() }
 
-// Stderr returns the tail of what the plugin wrote to stderr.
-func (p *process) Stderr() string { return p.stderr.String() }
+// lastLog returns ": " and the plugin's last stderr line, at most 200
+// bytes, once the stderr reader has seen the end (bounded by the grace):
+// why a plugin refused to start. It is the plugin's own log, which never
+// holds the host's secret.
+func (p *process) lastLog() string {
+	timer := time.NewTimer(p.grace)
+	defer timer.Stop()
+	select {
+	case <-p.stderr.ended:
+	case <-timer.C:
+	}
+	s := strings.TrimSpace(p.stderr.String())
+	s = s[strings.LastIndexByte(s, '\n')+1:]
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	if s == "" {
+		return ""
+	}
+	return ": " + strconv.QuoteToGraphic(s)
+}
 
 // Close implements Target: stdin EOF, StopGrace for a voluntary exit, then
 // SIGKILL to the whole process group, which also ends a descendant left
@@ -297,11 +309,13 @@ func (p *process) waitReads() {
 
 // tail keeps the last stderrTail bytes of a stream.
 type tail struct {
-	mu  sync.Mutex
-	buf []byte
+	mu    sync.Mutex
+	buf   []byte
+	ended chan struct{} // closed when fill returns
 }
 
 func (t *tail) fill(r io.Reader) {
+	defer close(t.ended)
 	chunk := make([]byte, 4096)
 	for {
 		n, err := r.Read(chunk)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package conformance
 
 import (
@@ -53,9 +55,10 @@ func TestP8_LauncherRefusesARelativePathAndAWrongDigest(t *testing.T) {
 
 func TestP8_LauncherReportsAnExitBeforeTheHandshake(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	l := script(t, "echo $$ > "+pidFile+"\nexit 3\n")
+	l := script(t, "echo $$ > "+pidFile+"\necho starting >&2\necho 'no common protocol version' >&2\nexit 3\n")
 	_, err := l.Launch(context.Background(), LaunchConfig{})
 	require.ErrorIs(t, err, ErrExited)
+	require.ErrorContains(t, err, `(exit status 3): "no common protocol version"`, "the plugin's last log line says why")
 	requireGone(t, pidFile)
 }
 

@@ -190,6 +190,17 @@ func describe(ctx context.Context, t Target, versions ...uint32) (*pluginv1.Mani
 	return resp.GetManifest(), nil
 }
 
+// cmpDur returns d, or def when d is not positive.
+func cmpDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// maxCallMessage bounds what the suite's connection sends and receives.
+const maxCallMessage = 16 << 20
+
 // maxStream bounds the messages the suite reads from one Execute stream.
 const maxStream = 1000
 
