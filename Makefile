@@ -15,7 +15,7 @@ BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineC
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
-test: fmt-check vet archtest plugins-venv plugins-python-gen-check race
+test: fmt-check vet archtest plugins-venv plugins-python-gen-check plugins-python-test race
 
 ## fmt-check: fail if gofmt would change a file.
 fmt-check:
@@ -57,7 +57,7 @@ PLUGIN_LAUNCHER := $(PLUGIN_VENV)/bin/spice-plugin-fixture-python
 PYTHON312       ?= $(shell $(PLUGIN_PY)/find-python3.12)
 NO_PYTHON312    := echo "*** python3.12 not found: the Python plugin fixture is NOT built; its conformance run is SKIPPED ***"
 
-.PHONY: plugins-venv plugins-venv-dev plugins-python-gen plugins-python-gen-check plugins-proto-go
+.PHONY: plugins-venv plugins-venv-dev plugins-python-gen plugins-python-gen-check plugins-python-test plugins-proto-go
 
 ## plugins-venv: the fixture's venv and launcher, (re)made when missing,
 ## half-made or older than its requirements.
@@ -68,6 +68,12 @@ plugins-venv:
 		echo "making $(PLUGIN_VENV) with $(PYTHON312)"; \
 		$(PLUGIN_PY)/mkvenv "$(PYTHON312)" $(PLUGIN_VENV) $(PLUGIN_PY)/requirements.txt $(PLUGIN_LAUNCHER) $(PLUGIN_PY); \
 	fi
+
+## plugins-python-test: the fixture's own unit tests (the protocol as a whole
+## is tested from the host's side, by plugins/conformance in make race).
+plugins-python-test: plugins-venv
+	@if [ -z "$(PYTHON312)" ]; then $(NO_PYTHON312); \
+	else $(PLUGIN_VENV)/bin/python -IB $(PLUGIN_PY)/tests/test_fixture.py; fi
 
 ## plugins-venv-dev: the venv with grpcio-tools that generates the _pb2 files.
 plugins-venv-dev:
