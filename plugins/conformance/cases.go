@@ -270,11 +270,6 @@ func caseProgress(ctx context.Context, s *session) error {
 	if len(c.progress) != 3 {
 		return fmt.Errorf("%d progress messages, want 3", len(c.progress))
 	}
-	for i, m := range c.progress {
-		if err := bound.Text("progress.message", m, bound.MaxDescriptionBytes); err != nil {
-			return fmt.Errorf("progress %d: %w", i+1, err)
-		}
-	}
 	return nil
 }
 
@@ -345,8 +340,8 @@ func caseCancel(ctx context.Context, s *session) error {
 	if err != nil {
 		return fmt.Errorf("slow: waiting for its first progress: %w", err)
 	}
-	if first.GetProgress() == nil {
-		return errors.New("slow: the first message is not progress")
+	if first.GetProgress().GetCallId() != "conformance-cancel" {
+		return errors.New("slow: the first message is not progress for the call")
 	}
 	cancel()
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {

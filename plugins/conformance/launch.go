@@ -215,7 +215,7 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 	}
 	target := "passthrough:///" + hs.Address
 	if hs.Network == "unix" {
-		if filepath.Dir(hs.Address) != sock {
+		if !strings.HasPrefix(hs.Address, sock+string(filepath.Separator)) {
 			return fmt.Errorf("%w: the socket is not in SPICE_PLUGIN_DIR", ErrHandshake)
 		}
 		target = "unix://" + hs.Address

@@ -14,6 +14,7 @@ import (
 
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 
+	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
 
@@ -244,6 +245,9 @@ func readStream(stream pluginv1.PluginService_ExecuteClient, c *call) error {
 		case msg.GetProgress() != nil:
 			if got := msg.GetProgress().GetCallId(); got != c.id {
 				return fmt.Errorf("progress for call %q, want %q", got, c.id)
+			}
+			if _, err := tool.NewProgress(id.Call(c.id), msg.GetProgress().GetMessage()); err != nil {
+				return fmt.Errorf("progress the kernel refuses: %w", err)
 			}
 			c.progress = append(c.progress, msg.GetProgress().GetMessage())
 		case msg.GetOutcome() != nil:
