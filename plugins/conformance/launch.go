@@ -91,7 +91,6 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-
 // process is the Target of a ProcessLauncher.
 type process struct {
 	dir    string
