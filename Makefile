@@ -13,8 +13,9 @@ BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineC
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz
 
-## test: formatting, vet, the architecture tests, then every test with -race.
-test: fmt-check vet archtest race
+## test: formatting, vet, the architecture tests, the Python plugin
+## fixture's venv and generated-code check, then every test with -race.
+test: fmt-check vet archtest plugins-venv plugins-python-gen-check plugins-python-test race
 
 ## fmt-check: fail if gofmt would change a file.
 fmt-check:
@@ -48,3 +49,64 @@ bench:
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./.ci/fuzz
+
+## Plugins. The Python fixture (plugins/fixtures/python) runs from a
+## project-local, git-ignored venv made from hash-locked requirements;
+## nothing outside the repository changes. PYTHON312 is found, never
+## installed; without it the fixture is skipped, loudly.
+PLUGIN_PY       := plugins/fixtures/python
+PLUGIN_VENV     := .venv-plugins
+PLUGIN_VENV_DEV := .venv-plugins-dev
+PLUGIN_LAUNCHER := $(PLUGIN_VENV)/bin/spice-plugin-fixture-python
+PYTHON312       ?= $(shell $(PLUGIN_PY)/find-python3.12)
+NO_PYTHON312    := echo "*** python3.12 not found: the Python plugin fixture is NOT built; its conformance run is SKIPPED ***"
+
+.PHONY: plugins-venv plugins-venv-dev plugins-python-gen plugins-python-gen-check plugins-python-test plugins-proto-go
+
+## plugins-venv: the fixture's venv and launcher, (re)made when missing,
+## half-made or older than its requirements.
+plugins-venv:
+	@if [ -z "$(PYTHON312)" ]; then $(NO_PYTHON312); \
+	elif [ ! -f $(PLUGIN_VENV)/.complete ] || [ $(PLUGIN_PY)/requirements.txt -nt $(PLUGIN_VENV)/.complete ] \
+		|| [ $(PLUGIN_PY)/mkvenv -nt $(PLUGIN_VENV)/.complete ]; then \
+		echo "making $(PLUGIN_VENV) with $(PYTHON312)"; \
+		$(PLUGIN_PY)/mkvenv "$(PYTHON312)" $(PLUGIN_VENV) $(PLUGIN_PY)/requirements.txt $(PLUGIN_LAUNCHER) $(PLUGIN_PY); \
+	fi
+
+## plugins-python-test: the fixture's own unit tests (the protocol as a whole
+## is tested from the host's side, by plugins/conformance in make race).
+plugins-python-test: plugins-venv
+	@if [ -z "$(PYTHON312)" ]; then $(NO_PYTHON312); \
+	else $(PLUGIN_VENV)/bin/python -IB $(PLUGIN_PY)/tests/test_fixture.py; fi
+
+## plugins-venv-dev: the venv with grpcio-tools that generates the _pb2 files.
+plugins-venv-dev:
+	@if [ -z "$(PYTHON312)" ]; then $(NO_PYTHON312); \
+	elif [ ! -f $(PLUGIN_VENV_DEV)/.complete ] || [ $(PLUGIN_PY)/requirements-dev.txt -nt $(PLUGIN_VENV_DEV)/.complete ]; then \
+		echo "making $(PLUGIN_VENV_DEV) with $(PYTHON312)"; \
+		$(PLUGIN_PY)/mkvenv "$(PYTHON312)" $(PLUGIN_VENV_DEV) $(PLUGIN_PY)/requirements-dev.txt; \
+	fi
+
+PLUGIN_PROTOC = $(PLUGIN_VENV_DEV)/bin/python -IB -m grpc_tools.protoc -Iplugins/proto \
+	--python_out=$(1) --pyi_out=$(1) --grpc_python_out=$(1) spiceorch/plugin/v1/plugin.proto
+
+## plugins-python-gen: regenerate the fixture's _pb2 files from the .proto.
+plugins-python-gen: plugins-venv-dev
+	rm -rf $(PLUGIN_PY)/gen && mkdir -p $(PLUGIN_PY)/gen && $(call PLUGIN_PROTOC,$(PLUGIN_PY)/gen)
+
+## plugins-python-gen-check: fail if regenerating the _pb2 files changes them.
+plugins-python-gen-check: plugins-venv-dev
+	@if [ -n "$(PYTHON312)" ]; then \
+		tmp=$$(mktemp -d) && $(call PLUGIN_PROTOC,$$tmp) && \
+		diff -r -x __pycache__ $$tmp $(PLUGIN_PY)/gen; rc=$$?; rm -rf $$tmp; \
+		if [ $$rc -ne 0 ]; then echo "$(PLUGIN_PY)/gen is stale: run make plugins-python-gen"; fi; exit $$rc; \
+	fi
+
+## plugins-proto-go: regenerate plugins/pluginpb/v1 with buf and local
+## generators at pinned versions, installed into a temporary GOBIN.
+plugins-proto-go:
+	tmp=$$(mktemp -d) && \
+	GOBIN=$$tmp GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 && \
+	GOBIN=$$tmp GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2 && \
+	(cd plugins && PATH=$$tmp:$$PATH GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0 generate); \
+	rc=$$?; rm -rf $$tmp; exit $$rc

@@ -84,7 +84,7 @@ func TestFixtureReportsEveryRuleExactly(t *testing.T) {
 			"layer-imports workers/w/w.go:5 example.org/lib",
 		},
 		RuleLayerUnknown: {
-			"layer-unknown plugins/p plugins/p",
+			"layer-unknown extensions/p extensions/p",
 		},
 	}
 	var all []string

@@ -88,7 +88,7 @@ func TestLayerTableMatchesDesign(t *testing.T) {
 	// made on both.
 	want := map[string]int{
 		"cmd/spice-orch": 8, "proof": 7, "scheduler": 6, "orchestrator": 5,
-		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3,
+		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3, "plugins": 3,
 		"kernel": 1, "archtest": 0,
 	}
 	got := make(map[string]int)

@@ -1,0 +1,337 @@
+//go:build unix
+
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// ProcessLauncher is the suite's own minimal launcher, written from
+// PROTOCOL.md: it verifies the pinned digest, copies the verified bytes
+// into a private directory and executes that copy (so the bytes executed
+// are the bytes verified), starts it in a new process group with the
+// secret on stdin, reads the handshake line within a byte and time bound,
+// verifies the proof and dials the endpoint.
+type ProcessLauncher struct {
+	Path   string // absolute
+	SHA256 string // lower-case hex of the executable's bytes
+	// Env is added to the plugin's environment (a fixture's switches).
+	Env []string
+	// StartTimeout bounds launch to handshake line; 0 means 20s.
+	StartTimeout time.Duration
+	// StopGrace bounds Close's wait for a voluntary exit before the
+	// process group is killed; 0 means 2s.
+	StopGrace time.Duration
+}
+
+const (
+	maxExecutableBytes = 256 << 20
+	stderrTail         = 16 << 10
+)
+
+// Launch implements Launcher.
+func (l ProcessLauncher) Launch(ctx context.Context, cfg LaunchConfig) (Target, error) {
+	if !filepath.IsAbs(l.Path) {
+		return nil, ErrPath
+	}
+	bin, err := readBounded(l.Path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(bin)
+	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(l.SHA256))) != 1 {
+		return nil, ErrDigest
+	}
+	dir, err := os.MkdirTemp("", "spc-")
+	if err != nil {
+		return nil, err
+	}
+	t := &process{dir: dir, done: make(chan struct{}), grace: cmpDur(l.StopGrace, 2*time.Second)}
+	t.stderr.ended = make(chan struct{})
+	if err := t.start(ctx, l, cfg, bin); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxExecutableBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxExecutableBytes {
+		return nil, fmt.Errorf("conformance: the executable exceeds %d bytes", maxExecutableBytes)
+	}
+	return b, nil
+}
+
+// process is the Target of a ProcessLauncher.
+type process struct {
+	dir    string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	conn   *grpc.ClientConn
+	token  string
+	hs     Handshake
+	grace  time.Duration
+	done   chan struct{}
+	reads  sync.WaitGroup // the stdout and stderr readers
+	outR   *os.File
+	errR   *os.File
+	stderr tail
+
+	closeOnce sync.Once
+}
+
+func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig, bin []byte) error {
+	exe := filepath.Join(p.dir, "plugin")
+	sock := filepath.Join(p.dir, "run")
+	if err := os.WriteFile(exe, bin, 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return err
+	}
+	secret := raw[:]
+	protocols := cfg.Protocols
+	if protocols == "" {
+		protocols = "1"
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	p.cmd = exec.Command(exe)
+	p.cmd.Dir = p.dir
+	p.cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + p.dir, "LANG=C.UTF-8",
+		"SPICE_PLUGIN_PROTOCOLS=" + protocols, "SPICE_PLUGIN_DIR=" + sock}, l.Env...)
+	p.cmd.Stdout, p.cmd.Stderr = outW, errW
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return err
+	}
+	err = p.cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		p.cmd = nil
+		return err
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	p.outR, p.errR = outR, errR
+	p.reads.Add(2)
+	go func() {
+		defer p.reads.Done()
+		p.stderr.fill(errR)
+	}()
+	lines := make(chan []byte, 1)
+	go func() {
+		defer p.reads.Done()
+		br := bufio.NewReaderSize(io.LimitReader(outR, MaxHandshakeLine), MaxHandshakeLine)
+		line, _ := br.ReadSlice('\n')
+		lines <- bytes.Clone(line)
+		io.Copy(io.Discard, outR) // stdout after the handshake is drained and dropped
+	}()
+	// A plugin that exits at once may close stdin first: a failed write is
+	// not yet a verdict, the handshake line (or its absence) is.
+	io.WriteString(p.stdin, hex.EncodeToString(secret)+"\n")
+	timer := time.NewTimer(cmpDur(l.StartTimeout, 20*time.Second))
+	defer timer.Stop()
+	var line []byte
+	select {
+	case line = <-lines:
+	case <-timer.C:
+		return ErrStartTimeout
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if len(line) >= MaxHandshakeLine && line[len(line)-1] != '\n' {
+		return fmt.Errorf("%w: no complete line within %d bytes", ErrHandshake, MaxHandshakeLine)
+	}
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		// stdout ended before a newline: the plugin is exiting.
+		select {
+		case <-p.done:
+			return fmt.Errorf("%w (%s)%s", ErrExited, p.cmd.ProcessState, p.lastLog())
+		case <-timer.C:
+			return fmt.Errorf("%w: stdout closed before a complete line", ErrHandshake)
+		}
+	}
+	hs, err := ParseHandshake(line)
+	if err != nil {
+		return err
+	}
+	if !hs.VerifyProof(secret) {
+		return ErrProof
+	}
+	if !slices.Contains(strings.Split(protocols, ","), strconv.FormatUint(uint64(hs.Version), 10)) {
+		return fmt.Errorf("%w: %d, offered %q", ErrProtocol, hs.Version, protocols)
+	}
+	target := "passthrough:///" + hs.Address
+	if hs.Network == "unix" {
+		if !strings.HasPrefix(hs.Address, sock+string(filepath.Separator)) {
+			return fmt.Errorf("%w: the socket is not in SPICE_PLUGIN_DIR", ErrHandshake)
+		}
+		target = "unix://" + hs.Address
+	}
+	p.conn, err = grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxCallMessage), grpc.MaxCallSendMsgSize(maxCallMessage)))
+	if err != nil {
+		return err
+	}
+	p.hs, p.token = hs, HostToken(secret)
+	return nil
+}
+
+func (p *process) Conn() grpc.ClientConnInterface { return p.conn }
+func (p *process) AuthToken() string              { return p.token }
+func (p *process) Handshake() Handshake           { return p.hs }
+func (p *process) PID() int                       { return p.cmd.Process.Pid }
+func (p *process) Done() <-chan struct{}          { return p.done }
+func (p *process) CloseStdin() error              { return p.stdin.Close() }
+
+// lastLog returns ": " and the plugin's last stderr line, at most 200
+// bytes, once the stderr reader has seen the end (bounded by the grace):
+// why a plugin refused to start. It is the plugin's own log, which never
+// holds the host's secret.
+func (p *process) lastLog() string {
+	timer := time.NewTimer(p.grace)
+	defer timer.Stop()
+	select {
+	case <-p.stderr.ended:
+	case <-timer.C:
+	}
+	s := strings.TrimSpace(p.stderr.String())
+	s = s[strings.LastIndexByte(s, '\n')+1:]
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	if s == "" {
+		return ""
+	}
+	return ": " + strconv.QuoteToGraphic(s)
+}
+
+// Close implements Target: stdin EOF, StopGrace for a voluntary exit, then
+// SIGKILL to the whole process group, which also ends a descendant left
+// behind after the leader exited.
+func (p *process) Close() error {
+	p.closeOnce.Do(func() {
+		if p.conn != nil {
+			p.conn.Close()
+		}
+		if p.cmd != nil {
+			p.stdin.Close()
+			timer := time.NewTimer(p.grace)
+			select {
+			case <-p.done:
+			case <-timer.C:
+			}
+			timer.Stop()
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done // SIGKILL cannot be ignored: the leader is reaped soon
+			awaitGroupGone(p.cmd.Process.Pid, p.grace)
+			p.waitReads()
+		}
+		os.RemoveAll(p.dir)
+	})
+	return nil
+}
+
+// waitReads waits for the pipe readers. A descendant that left the
+// process group may still hold a pipe open: after a bound the read ends
+// are closed, which ends the readers.
+func (p *process) waitReads() {
+	ended := make(chan struct{})
+	go func() {
+		p.reads.Wait()
+		close(ended)
+	}()
+	timer := time.NewTimer(p.grace)
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+		p.outR.Close()
+		p.errR.Close()
+		<-ended
+	}
+	p.outR.Close()
+	p.errR.Close()
+}
+
+// tail keeps the last stderrTail bytes of a stream.
+type tail struct {
+	mu    sync.Mutex
+	buf   []byte
+	ended chan struct{} // closed when fill returns
+}
+
+func (t *tail) fill(r io.Reader) {
+	defer close(t.ended)
+	chunk := make([]byte, 4096)
+	for {
+		n, err := r.Read(chunk)
+		t.mu.Lock()
+		t.buf = append(t.buf, chunk[:n]...)
+		if len(t.buf) > stderrTail {
+			t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
+		}
+		t.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
