@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -140,9 +142,21 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if err != nil {
 		return failed(err)
 	}
-	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv}
+	out := env.Stdout
+	pr := &printer{out: out}
+	if !f.json {
+		pr.r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
+	}
+	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv,
+		Timeline: []eventlog.Observer{pr}}
+	var rec *recording
 	if st != nil {
-		opts.Store = st
+		var o eventlog.Observer = st
+		if env.wrapStore != nil {
+			o = env.wrapStore(o)
+		}
+		rec = &recording{store: o}
+		opts.Store = rec
 	}
 	if kind := env.Getenv(EnvPauseAfter); kind != "" {
 		p, err := newPauser(kind, ctx.Done(), env.Stderr)
@@ -161,10 +175,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	}
 	defer built.Close()
 
-	out := env.Stdout
-	var r *render.Renderer
 	if !f.json {
-		r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
 	}
 	pair, err := orchestrator.Start(ctx, built.Config)
@@ -177,58 +188,94 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		}
 		return failed(err)
 	}
-	perr := follow(pair, out, r, env.Stderr)
 	_, werr := pair.Wait(context.Background())
-	if r != nil && st != nil {
+	if rec != nil {
 		again := "spice-orch runs show " + pairID
 		if f.store != "" {
-			again += " --store " + stPath
+			again += " --store " + render.Field(stPath)
 		}
-		fmt.Fprintf(out, "recorded: %s\n", again)
+		n, first := rec.refused()
+		switch {
+		case n > 0:
+			// Say so on stderr too: with --json, stdout is only the timeline.
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused %d events, which are not recorded (and were not printed); the first: %s\n",
+				n, render.Text(first.Error()))
+			if !f.json {
+				fmt.Fprintf(out, "recorded in part (the store refused %d events): %s shows what it kept\n", n, again)
+			}
+		case !f.json:
+			fmt.Fprintf(out, "recorded: %s\n", again)
+		}
 	}
-	return exitFor(werr, perr)
+	return exitFor(werr, pr.error())
 }
 
-// follow prints the pair timeline from its first event to its terminal.
-// With r nil each event is written as its canonical JSON line.
-func follow(pair *orchestrator.Pair, out io.Writer, r *render.Renderer, stderr io.Writer) error {
-	bg := context.Background()
-	sub, err := pair.Subscribe(bg, 0)
+// printer prints the pair timeline: with r nil each event as its canonical
+// JSON line (byte for byte what the store records and `runs replay --json`
+// prints), else rendered. It is a Timeline observer of compose, so it is
+// told of an event only after the store acknowledged that same event:
+// nothing is printed that the store does not hold, even when the process
+// is killed between the two. It never refuses an event: a failed write is
+// kept for the exit status, and printing stops there. A stdout that does
+// not take the output holds the pair, as any required observer may.
+type printer struct {
+	out io.Writer
+	r   *render.Renderer
+
+	mu  sync.Mutex
+	buf []byte
+	err error
+}
+
+func (p *printer) Observe(_ context.Context, e eventlog.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil
+	}
+	p.buf = e.AppendJSON(p.buf[:0])
+	if p.r != nil {
+		p.err = p.r.Line(p.buf)
+	} else {
+		p.buf = append(p.buf, '\n')
+		_, p.err = p.out.Write(p.buf)
+	}
+	return nil
+}
+
+func (p *printer) error() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// recording is the store as the pair's observers see it, counting what it
+// refused, so that the summary claims only what was recorded.
+type recording struct {
+	store eventlog.Observer
+
+	mu    sync.Mutex
+	n     int
+	first error
+}
+
+func (r *recording) Observe(ctx context.Context, e eventlog.Event) error {
+	err := r.store.Observe(ctx, e)
 	if err != nil {
-		return err
+		r.mu.Lock()
+		if r.n == 0 {
+			r.first = err
+		}
+		r.n++
+		r.mu.Unlock()
 	}
-	defer func() { sub.Close() }()
-	buf := make([]byte, 0, 4096)
-	for {
-		e, err := sub.Next(bg)
-		if err == io.EOF {
-			return nil
-		}
-		var ex *eventlog.ExhaustedError
-		if errors.As(err, &ex) {
-			// The timeline never waits for its readers; this one fell too
-			// far behind. Say what is missing and carry on.
-			fmt.Fprintf(stderr, "spice-orch: output fell behind the pair timeline: events %d to %d are not shown (the store has them)\n",
-				ex.LastDelivered+1, ex.Recovery)
-			sub.Close()
-			if sub, err = pair.Subscribe(bg, ex.Recovery); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		buf = e.AppendJSON(buf[:0])
-		if r != nil {
-			err = r.Line(buf)
-		} else {
-			_, err = out.Write(append(buf, '\n'))
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return err
+}
+
+func (r *recording) refused() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.first
 }
 
 // exitFor maps the pair's end to the command's exit.
@@ -250,33 +297,32 @@ func exitFor(waitErr, printErr error) error {
 func header(out io.Writer, s spec.Spec, args []string, task, dir string, temporary bool, stPath string) {
 	what := "built-in pair: a scripted writer and reviewer (offline, no API key)"
 	if len(args) > 0 {
-		what = "spec " + args[0]
+		what = "spec " + render.Field(args[0])
 		if s.Name != "" {
-			what += " (" + s.Name + ")"
+			what += " (" + render.Field(s.Name) + ")"
 		}
 	}
 	fmt.Fprintf(out, "spice-orch: %s\n", what)
 	fmt.Fprintf(out, "task: %s\n", oneLine(task))
 	if temporary {
-		fmt.Fprintf(out, "workspace: %s (temporary, removed at the end; keep the files with --workspace DIR)\n", dir)
+		fmt.Fprintf(out, "workspace: %s (temporary, removed at the end; keep the files with --workspace DIR)\n", render.Field(dir))
 	} else {
-		fmt.Fprintf(out, "workspace: %s\n", dir)
+		fmt.Fprintf(out, "workspace: %s\n", render.Field(dir))
 	}
 	if stPath == "" {
 		fmt.Fprintln(out, "store: none (--no-store)")
 	} else {
-		fmt.Fprintf(out, "store: %s\n", stPath)
+		fmt.Fprintf(out, "store: %s\n", render.Field(stPath))
 	}
 	fmt.Fprintln(out)
 }
 
+// oneLine is the first line of s, shown as render.Field shows a value.
 func oneLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i] + " ..."
-		}
+	if first, _, more := strings.Cut(s, "\n"); more {
+		return render.Field(first) + " ..."
 	}
-	return s
+	return render.Field(s)
 }
 
 // openStore opens the store at path; writable creates its directory.

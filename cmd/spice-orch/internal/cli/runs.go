@@ -124,7 +124,7 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PAIR\tSTATUS\tREASON\tWORKERS\tSTARTED\tDURATION")
 			for _, p := range pairs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Status, dash(p.Reason),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", render.Field(p.ID), dash(string(p.Status)), dash(p.Reason),
 					dash(strings.Join(p.Workers, ",")), when(p.Started), span(p.Duration(), p.Ended))
 			}
 			return tw.Flush()
@@ -210,7 +210,7 @@ func replayReadable(ctx context.Context, env Env, st *store.Store, id string) er
 		return notFoundOr(id, err)
 	}
 	for _, en := range rec.Events {
-		fmt.Fprintln(env.Stdout, en.Summary())
+		fmt.Fprintln(env.Stdout, render.Field(en.Summary()))
 	}
 	return nil
 }
@@ -239,11 +239,13 @@ func usageOrFailed(err error) error {
 	return failed(err)
 }
 
+// dash shows a value for a table: "-" when empty, else as render.Field
+// shows it, since the store holds what models and servers wrote.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return render.Field(s)
 }
 
 func when(t time.Time) string {

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -44,8 +45,13 @@ type Options struct {
 	// workers and of the pair timeline: an event is acknowledged only once
 	// it has been recorded (store.Store is one).
 	Store eventlog.Observer
-	// Timeline are further required observers of the pair timeline, told
-	// after Store.
+	// Timeline are further required observers of the pair timeline, in
+	// order: what prints or streams the timeline. Each is told of an event
+	// (a pair event or a relayed run event) only after Store acknowledged
+	// that same event, and never of an event Store refused, so whatever a
+	// Timeline observer shows is in the store (without Store, every event
+	// is told). They may block, which holds the pair (backpressure); an
+	// error of theirs fails the pair as Store's would.
 	Timeline []eventlog.Observer
 	// Getenv reads the environment (OPENAI_API_KEY, OPENAI_BASE_URL); nil
 	// reads nothing.
@@ -136,13 +142,17 @@ func Build(o Options) (*Pair, error) {
 		p.Close()
 		return nil, &ConfigError{err}
 	}
+	// The timeline's log is named by the pair ID, so the store files its
+	// events under the pair.
 	var required []eventlog.Observer
-	if o.Store != nil {
-		// The timeline's log is named by the pair ID, so the store files
-		// its events under the pair.
-		required = append(required, o.Store)
+	switch {
+	case o.Store != nil && len(o.Timeline) > 0:
+		required = []eventlog.Observer{&afterStore{store: o.Store, next: slices.Clone(o.Timeline)}}
+	case o.Store != nil:
+		required = []eventlog.Observer{o.Store}
+	default:
+		required = slices.Clone(o.Timeline)
 	}
-	required = append(required, o.Timeline...)
 	pattern := orchestrator.ReviewLoop
 	if o.Spec.Pattern == spec.Relay {
 		pattern = orchestrator.Relay
@@ -287,4 +297,27 @@ func buildPolicy(s spec.Spec) (handoff.Policy, error) {
 		}
 	}
 	return handoff.NewPolicy(cfg)
+}
+
+// afterStore is the pair timeline's one required observer when there are
+// Timeline observers beside the store: it tells them of an event only once
+// the store acknowledged it, and not at all when the store refused it.
+// The timeline tells a log's required observers in order and stops at the
+// first refusal as well; afterStore makes the guarantee Options documents
+// hold by construction here, whatever order a log keeps.
+type afterStore struct {
+	store eventlog.Observer
+	next  []eventlog.Observer
+}
+
+func (a *afterStore) Observe(ctx context.Context, e eventlog.Event) error {
+	if err := a.store.Observe(ctx, e); err != nil {
+		return err
+	}
+	for _, o := range a.next {
+		if err := o.Observe(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
