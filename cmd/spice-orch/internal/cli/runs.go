@@ -33,19 +33,25 @@ func newRunsCmd(env Env) *cobra.Command {
 shows one as a readable timeline, 'runs replay ID --json' prints its
 recorded JSON lines, byte for byte what 'run --json' printed.
 
-The commands open the store for writing, so that a pair or run that a
-process left without a terminal (it crashed or was killed) is marked
-interrupted, and a mutating tool call that started without a recorded
-outcome is marked uncertain: its effect may or may not have happened, and
-nothing runs it again automatically. Use --read-only to look at a store that
-another spice-orch process is recording into right now.`,
+A pair or run that a process left without a terminal (it crashed or was
+killed) is shown interrupted, and a mutating tool call that started without
+a recorded outcome uncertain: its effect may or may not have happened, and
+nothing runs it again automatically. What another process is recording
+right now stays running: every process that records into the store holds a
+lock the operating system releases when the process ends, and only a pair
+whose process is gone is interrupted.
+
+The commands open the store for writing, to mark what they find
+interrupted. --read-only marks nothing (and shows the same); when the store
+cannot be written (a full disk, a read-only location), it is read
+read-only.`,
 		Example: `  spice-orch runs list
   spice-orch runs show pair-20261130-015500-1a2b3c4d
   spice-orch runs replay pair-20261130-015500-1a2b3c4d --json > pair.jsonl`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.store, "store", "", "the store to read (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
-	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: no recovery marks")
+	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: mark nothing")
 	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f))
 	return cmd
 }
@@ -59,7 +65,19 @@ func (f *runsFlags) open(ctx context.Context, env Env) (st *store.Store, path st
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, path, false, nil
 	}
-	if st, err = openStore(ctx, path, !f.readOnly); err != nil {
+	st, err = openStore(ctx, path, !f.readOnly)
+	if err != nil && !f.readOnly && !errors.Is(err, store.ErrNotStore) && !errors.As(err, new(*store.VersionError)) {
+		// Reading must not depend on what recovery can write (a full
+		// disk, a read-only location): read the store as it is, which
+		// shows what recovery would have marked.
+		ro, rerr := openStore(ctx, path, false)
+		if rerr == nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: reading the store read-only: it cannot be opened for writing (%s)\n",
+				render.Text(err.Error()))
+			st, err = ro, nil
+		}
+	}
+	if err != nil {
 		return nil, path, false, failed(err)
 	}
 	return st, path, true, nil
