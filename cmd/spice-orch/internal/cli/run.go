@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,6 +84,9 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 			if cmd.Flags().Changed("task") && f.task == "" {
 				return usageErr(errors.New("--task must not be empty"))
 			}
+			if err := notEmpty(cmd, "store", "workspace"); err != nil {
+				return err
+			}
 			return runPair(cmd.Context(), env, f, args)
 		},
 	}
@@ -106,7 +110,7 @@ func loadSpec(args []string) (spec.Spec, error) {
 		return s, usageErr(err)
 	}
 	if err := compose.Check(s); err != nil {
-		return s, usageErr(fmt.Errorf("%s: %w", args[0], err))
+		return s, usageErr(err)
 	}
 	return s, nil
 }
@@ -123,6 +127,9 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	context.AfterFunc(ctx, stop)
 
 	dir, temporary, cleanup, err := workspace(f.workspace, s)
+	if errors.Is(err, errNotDir) {
+		return usageErr(err)
+	}
 	if err != nil {
 		return failed(fmt.Errorf("workspace: %w", err))
 	}
@@ -207,7 +214,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 			fmt.Fprintf(out, "recorded: %s\n", again)
 		}
 	}
-	return exitFor(werr, pr.error())
+	return exitFor(werr, pr.error(), s.Limits)
 }
 
 // printer prints the pair timeline: with r nil each event as its canonical
@@ -279,7 +286,7 @@ func (r *recording) refused() (int, error) {
 }
 
 // exitFor maps the pair's end to the command's exit.
-func exitFor(waitErr, printErr error) error {
+func exitFor(waitErr, printErr error, l spec.Limits) error {
 	var de *orchestrator.DurabilityError
 	switch {
 	case errors.As(waitErr, &de):
@@ -287,6 +294,9 @@ func exitFor(waitErr, printErr error) error {
 	case errors.Is(waitErr, orchestrator.ErrCancelled):
 		return &exitError{code: ExitCancelled, err: errors.New("pair cancelled")}
 	case waitErr != nil:
+		if why := why(waitErr, l); why != "" {
+			return failed(fmt.Errorf("%w: %s", waitErr, why))
+		}
 		return failed(waitErr)
 	case printErr != nil:
 		return failed(fmt.Errorf("printing the timeline: %w", printErr))
@@ -337,4 +347,47 @@ func openStore(ctx context.Context, path string, writable bool) (*store.Store, e
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return st, nil
+}
+
+// why says which bound ended a pair, and its value. The pair's error
+// names only the reason: the bound's value is the spec's.
+func why(err error, l spec.Limits) string {
+	var pe *orchestrator.Error
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	switch pe.Reason {
+	case orchestrator.ReasonBudgetExhausted:
+		switch pe.Limit {
+		case orchestrator.LimitTokens:
+			return "the pair used its budget of " + count(l.Tokens, "token") + " (limits.budget.tokens)"
+		case orchestrator.LimitToolCalls:
+			return "the models asked for more than the budget of " + count(l.ToolCalls, "tool call") + " (limits.budget.tool_calls)"
+		case orchestrator.LimitWallTime:
+			return fmt.Sprintf("the pair ran longer than its budget of %s (limits.budget.wall_time)", l.WallTime)
+		}
+	case orchestrator.ReasonMaxRounds:
+		n := l.MaxRounds
+		if n == 0 {
+			n = orchestrator.DefaultMaxRounds
+		}
+		return "no approval within " + count(int64(n), "round") + " (limits.max_rounds)"
+	case orchestrator.ReasonLoopDetected:
+		return "a handoff repeated the content of an earlier one"
+	case orchestrator.ReasonHandoffRejected:
+		// The policy's bound error names the field, the limit and the
+		// size, never the content.
+		var be *bound.Error
+		if errors.As(pe.Err, &be) {
+			return "the handoff policy refused the answer: " + be.Error() + " (handoff.max_bytes, handoff.over_bound)"
+		}
+	}
+	return ""
+}
+
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }

@@ -48,6 +48,16 @@ read-only.`,
 		Example: `  spice-orch runs list
   spice-orch runs show pair-20261130-015500-1a2b3c4d
   spice-orch runs replay pair-20261130-015500-1a2b3c4d --json > pair.jsonl`,
+		Args: cobra.ArbitraryArgs,
+		// Without it, cobra prints this help for an unknown subcommand
+		// and exits 0.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr(fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath()))
+			}
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return notEmpty(cmd, "store") },
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.store, "store", "", "the store to read (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
@@ -119,6 +129,9 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
   spice-orch runs list --status interrupted --limit 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 || limit > store.MaxListLimit {
+				return usageErr(fmt.Errorf("--limit must be between 1 and %d (0 for the default, %d)", store.MaxListLimit, store.DefaultListLimit))
+			}
 			if status != "" && !slices.Contains(statuses, store.Status(status)) {
 				return usageErr(errors.New("--status must be one of running, completed, failed, cancelled, interrupted"))
 			}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
@@ -217,8 +216,12 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
 	switch w.Provider {
 	case spec.Scripted:
-		if err := checkTools(field, w, toolNames); err != nil {
+		defs, err := definitions()
+		if err != nil {
 			return nil, err
+		}
+		if err := checkCalls(o.Spec.File, field, w, defs); err != nil {
+			return nil, &ConfigError{err}
 		}
 		prov, err := scripted.NewProvider(w.Script)
 		if err != nil {
@@ -255,30 +258,7 @@ func ToolNames() []string {
 	return []string{tools.NameFSRead, tools.NameFSWrite, tools.NameTextStats}
 }
 
-// Check reports what Build would refuse in s without building anything: a
-// scripted worker whose script calls a tool the plan does not have.
-func Check(s spec.Spec) error {
-	for i, w := range s.Workers {
-		if w.Provider == spec.Scripted {
-			if err := checkTools(workerField(i), w, ToolNames()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func workerField(i int) string { return "workers[" + strconv.Itoa(i) + "]" }
-
-func checkTools(field string, w spec.Worker, have []string) error {
-	for _, name := range w.Script.ToolNames() {
-		if !slices.Contains(have, name) {
-			return &ConfigError{bound.Malformedf(field+".script",
-				"calls the tool "+name+", which the plan does not have (it has "+strings.Join(have, ", ")+")")}
-		}
-	}
-	return nil
-}
 
 // buildPolicy builds the handoff policy. A review pattern frames the
 // reviewer's answers as "Reviewer feedback" unless the spec says otherwise,
