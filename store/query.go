@@ -20,8 +20,9 @@ const (
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
-	// StatusInterrupted: no terminal was recorded before the writing
-	// process ended; a later writable Open found it so.
+	// StatusInterrupted: no terminal was recorded and the open that
+	// recorded it (its owner, owner.go) is gone: its process ended or it
+	// was closed. Reads show it so at once; a writable Open marks it.
 	StatusInterrupted Status = "interrupted"
 )
 
