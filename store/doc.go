@@ -9,9 +9,10 @@
 // exactly what the live JSON stream printed), the tables derived from the
 // events (runs, pairs, the runs of each pair, tool calls), write integrity
 // (a used sequence never changes its bytes), and recovery after a crash: a
-// run or pair without a terminal event is interrupted, and a mutating tool
-// call that started without a terminal is uncertain and never run again by
-// anything that trusts this record.
+// run or pair without a terminal event whose owner (the writable open that
+// recorded it, held alive by an OS-released file lock) is gone is
+// interrupted, and a mutating tool call that started without a terminal in
+// it is uncertain and never run again by anything that trusts this record.
 //
 // Durability: the database is in WAL mode with synchronous=FULL, so a
 // transaction's commit syncs the write-ahead log before it returns. Observe

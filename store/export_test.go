@@ -9,3 +9,16 @@ func FailWrites(ctx context.Context, s *Store) error {
 	_, err := s.w.conn.ExecContext(ctx, "PRAGMA query_only = ON")
 	return err
 }
+
+// FailCommits makes every later COMMIT of the writer fail inside SQLite
+// (abs of the smallest integer overflows when the statement runs), while
+// the INSERTs before it succeed: a failure at the commit itself.
+func FailCommits(ctx context.Context, s *Store) error {
+	st, err := s.w.conn.PrepareContext(ctx, "SELECT abs(-9223372036854775807 - 1)")
+	if err != nil {
+		return err
+	}
+	s.w.st.commit.Close()
+	s.w.st.commit = st // the writer reads it after the next event is queued
+	return nil
+}

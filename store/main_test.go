@@ -11,5 +11,8 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		os.Exit(crashWriter(path))
 	}
+	if path := os.Getenv(ownerEnv); path != "" {
+		os.Exit(ownerWriter(path))
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -20,8 +20,9 @@ const (
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
-	// StatusInterrupted: no terminal was recorded before the writing
-	// process ended; a later writable Open found it so.
+	// StatusInterrupted: no terminal was recorded and the open that
+	// recorded it (its owner, owner.go) is gone: its process ended or it
+	// was closed. Reads show it so at once; a writable Open marks it.
 	StatusInterrupted Status = "interrupted"
 )
 
@@ -147,17 +148,27 @@ func (o ListOptions) limit() (int, error) {
 }
 
 // readTx starts a read transaction: every query in it sees one snapshot.
-func (s *Store) readTx(ctx context.Context) (*sql.Tx, error) {
+// live is the :live parameter of the effective statuses (owner.go),
+// checked in that snapshot.
+func (s *Store) readTx(ctx context.Context) (tx *sql.Tx, live sql.NamedArg, err error) {
 	s.mu.RLock()
 	closed := s.closed
 	s.mu.RUnlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, live, ErrClosed
 	}
-	return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if tx, err = s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+		return nil, live, err
+	}
+	owners, _, err := s.liveOwners(ctx, tx)
+	if err != nil {
+		tx.Rollback()
+		return nil, live, err
+	}
+	return tx, sql.Named("live", owners), nil
 }
 
-const pairColumns = `pair_id, plan_id, workers, started_at, ended_at, status, reason`
+var pairColumns = `p.pair_id, p.plan_id, p.workers, p.started_at, p.ended_at, ` + pairStatusSQL + `, p.reason`
 
 // ListPairs returns pairs, most recently started first.
 func (s *Store) ListPairs(ctx context.Context, o ListOptions) ([]PairSummary, error) {
@@ -165,13 +176,14 @@ func (s *Store) ListPairs(ctx context.Context, o ListOptions) ([]PairSummary, er
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.readTx(ctx)
+	tx, live, err := s.readTx(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+pairColumns+` FROM pairs
-		WHERE ? = '' OR status = ? ORDER BY started_at DESC, pair_id LIMIT ?`, string(o.Status), string(o.Status), n)
+	rows, err := tx.QueryContext(ctx, `SELECT `+pairColumns+` FROM pairs p
+		WHERE :status = '' OR (`+pairStatusSQL+`) = :status ORDER BY p.started_at DESC, p.pair_id LIMIT :limit`,
+		live, sql.Named("status", string(o.Status)), sql.Named("limit", n))
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +199,9 @@ func (s *Store) ListPairs(ctx context.Context, o ListOptions) ([]PairSummary, er
 	return out, rows.Err()
 }
 
-const runColumns = `r.run_id, COALESCE((SELECT pair_id FROM pair_runs WHERE run_id = r.run_id ORDER BY first_seq LIMIT 1), ''),
+var runColumns = `r.run_id, COALESCE((SELECT pair_id FROM pair_runs WHERE run_id = r.run_id ORDER BY first_seq LIMIT 1), ''),
 	COALESCE((SELECT worker FROM pair_runs WHERE run_id = r.run_id ORDER BY first_seq LIMIT 1), ''),
-	r.status, r.problem_code, r.problem_message, r.plan_id, r.definition, r.model,
+	` + runStatusSQL + `, r.problem_code, r.problem_message, r.plan_id, r.definition, r.model,
 	r.started_at, r.ended_at, r.turns, r.input_tokens, r.output_tokens`
 
 // ListRuns returns runs, most recently started first.
@@ -198,25 +210,27 @@ func (s *Store) ListRuns(ctx context.Context, o ListOptions) ([]RunSummary, erro
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.readTx(ctx)
+	tx, live, err := s.readTx(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	return queryRuns(ctx, tx, `SELECT `+runColumns+` FROM runs r
-		WHERE ? = '' OR r.status = ? ORDER BY r.started_at DESC, r.run_id LIMIT ?`, string(o.Status), string(o.Status), n)
+		WHERE :status = '' OR (`+runStatusSQL+`) = :status ORDER BY r.started_at DESC, r.run_id LIMIT :limit`,
+		live, sql.Named("status", string(o.Status)), sql.Named("limit", n))
 }
 
 // Pair returns one pair: its summary, its runs, its whole timeline and its
 // uncertain calls, read in one snapshot. An unknown ID is ErrNotFound.
 func (s *Store) Pair(ctx context.Context, pairID string) (PairRecord, error) {
-	tx, err := s.readTx(ctx)
+	tx, live, err := s.readTx(ctx)
 	if err != nil {
 		return PairRecord{}, err
 	}
 	defer tx.Rollback()
 	var rec PairRecord
-	rec.Summary, err = scanPair(tx.QueryRowContext(ctx, `SELECT `+pairColumns+` FROM pairs WHERE pair_id = ?`, pairID))
+	rec.Summary, err = scanPair(tx.QueryRowContext(ctx, `SELECT `+pairColumns+` FROM pairs p WHERE p.pair_id = :id`,
+		live, sql.Named("id", pairID)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return PairRecord{}, ErrNotFound
 	}
@@ -224,14 +238,14 @@ func (s *Store) Pair(ctx context.Context, pairID string) (PairRecord, error) {
 		return PairRecord{}, err
 	}
 	if rec.Runs, err = queryRuns(ctx, tx, `SELECT `+runColumns+` FROM pair_runs pr JOIN runs r ON r.run_id = pr.run_id
-		WHERE pr.pair_id = ? ORDER BY pr.first_seq`, pairID); err != nil {
+		WHERE pr.pair_id = :id ORDER BY pr.first_seq`, live, sql.Named("id", pairID)); err != nil {
 		return PairRecord{}, err
 	}
 	if rec.Events, err = entries(ctx, tx, pairID); err != nil {
 		return PairRecord{}, err
 	}
-	if rec.Uncertain, err = queryCalls(ctx, tx, `WHERE run_id IN (SELECT run_id FROM pair_runs WHERE pair_id = ?)
-		AND (status = 'uncertain' OR outcome = 'uncertain')`, pairID); err != nil {
+	if rec.Uncertain, err = queryCalls(ctx, tx, `WHERE c.run_id IN (SELECT run_id FROM pair_runs WHERE pair_id = :id)
+		AND ((`+callStatusSQL+`) = 'uncertain' OR c.outcome = 'uncertain')`, live, sql.Named("id", pairID)); err != nil {
 		return PairRecord{}, err
 	}
 	return rec, nil
@@ -240,12 +254,12 @@ func (s *Store) Pair(ctx context.Context, pairID string) (PairRecord, error) {
 // Run returns one run: its summary, its own log and its calls, read in one
 // snapshot. An unknown ID is ErrNotFound.
 func (s *Store) Run(ctx context.Context, runID string) (RunRecord, error) {
-	tx, err := s.readTx(ctx)
+	tx, live, err := s.readTx(ctx)
 	if err != nil {
 		return RunRecord{}, err
 	}
 	defer tx.Rollback()
-	runs, err := queryRuns(ctx, tx, `SELECT `+runColumns+` FROM runs r WHERE r.run_id = ?`, runID)
+	runs, err := queryRuns(ctx, tx, `SELECT `+runColumns+` FROM runs r WHERE r.run_id = :id`, live, sql.Named("id", runID))
 	if err != nil {
 		return RunRecord{}, err
 	}
@@ -256,7 +270,7 @@ func (s *Store) Run(ctx context.Context, runID string) (RunRecord, error) {
 	if rec.Events, err = entries(ctx, tx, runID); err != nil {
 		return RunRecord{}, err
 	}
-	if rec.Calls, err = queryCalls(ctx, tx, `WHERE run_id = ?`, runID); err != nil {
+	if rec.Calls, err = queryCalls(ctx, tx, `WHERE c.run_id = :id`, live, sql.Named("id", runID)); err != nil {
 		return RunRecord{}, err
 	}
 	for _, c := range rec.Calls {
@@ -274,7 +288,7 @@ func (s *Store) Run(ctx context.Context, runID string) (RunRecord, error) {
 // written; a row that does not is an *IntegrityError. A log without events
 // is ErrNotFound.
 func (s *Store) ReplayJSON(ctx context.Context, w io.Writer, log string) error {
-	tx, err := s.readTx(ctx)
+	tx, _, err := s.readTx(ctx)
 	if err != nil {
 		return err
 	}
@@ -375,13 +389,48 @@ func queryRuns(ctx context.Context, q querier, query string, args ...any) ([]Run
 		r.Started, r.Ended = parseTime(started), parseTime(ended)
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	for i := range out {
+		if r := &out[i]; r.Ended.IsZero() {
+			if r.Turns, r.InputTokens, r.OutputTokens, err = recordedUsage(ctx, q, r.ID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// recordedUsage counts what a run without a terminal recorded: its turns
+// and the tokens of its completed model operations, from its own log or
+// from a pair timeline that relayed it, whichever recorded more (a
+// process can end between the two).
+func recordedUsage(ctx context.Context, q querier, runID string) (turns int, in, out int64, err error) {
+	var ownTurns, relayedTurns int
+	var ownIn, ownOut, relayedIn, relayedOut int64
+	if err = q.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE kind = 'turn.started'),
+		COALESCE(sum(json_extract(body, '$.payload.input_tokens')) FILTER (WHERE kind = 'model.completed'), 0),
+		COALESCE(sum(json_extract(body, '$.payload.output_tokens')) FILTER (WHERE kind = 'model.completed'), 0)
+		FROM events WHERE log = ?`, runID).Scan(&ownTurns, &ownIn, &ownOut); err != nil {
+		return 0, 0, 0, err
+	}
+	if err = q.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE e.kind = 'turn.started'),
+		COALESCE(sum(json_extract(e.body, '$.payload.payload.input_tokens')) FILTER (WHERE e.kind = 'model.completed'), 0),
+		COALESCE(sum(json_extract(e.body, '$.payload.payload.output_tokens')) FILTER (WHERE e.kind = 'model.completed'), 0)
+		FROM pair_runs pr JOIN events e ON e.log = pr.pair_id
+		WHERE pr.run_id = ? AND e.seq >= pr.first_seq AND json_extract(e.body, '$.payload.run_id') = pr.run_id`,
+		runID).Scan(&relayedTurns, &relayedIn, &relayedOut); err != nil {
+		return 0, 0, 0, err
+	}
+	return max(ownTurns, relayedTurns), max(ownIn, relayedIn), max(ownOut, relayedOut), nil
 }
 
 // queryCalls reads calls matching a WHERE clause, by start sequence.
 func queryCalls(ctx context.Context, q querier, where string, args ...any) ([]Call, error) {
-	rows, err := q.QueryContext(ctx, `SELECT run_id, operation_id, call_id, name, effect, replay,
-		started_seq, COALESCE(ended_seq, 0), status, outcome FROM calls `+where+` ORDER BY run_id, started_seq`, args...)
+	rows, err := q.QueryContext(ctx, `SELECT c.run_id, c.operation_id, c.call_id, c.name, c.effect, c.replay,
+		c.started_seq, COALESCE(c.ended_seq, 0), `+callStatusSQL+`, c.outcome FROM calls c `+where+` ORDER BY c.run_id, c.started_seq`, args...)
 	if err != nil {
 		return nil, err
 	}

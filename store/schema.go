@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the schema this build reads and writes. It is kept in
 // PRAGMA user_version; PRAGMA application_id marks the file as a store.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // applicationID is "SPOR" as a big-endian 32-bit integer.
 const applicationID = 0x53504F52
@@ -83,6 +83,17 @@ CREATE TABLE calls (
 	PRIMARY KEY (run_id, operation_id)
 ) WITHOUT ROWID;
 CREATE INDEX calls_status ON calls (status);
+`,
+	// Owners (owner.go): every writable open, and the open that wrote each
+	// log's first event.
+	1: `
+CREATE TABLE owners (
+	owner     TEXT PRIMARY KEY,
+	pid       INTEGER NOT NULL,
+	host      TEXT NOT NULL DEFAULT '',
+	opened_at TEXT NOT NULL
+) WITHOUT ROWID;
+ALTER TABLE logs ADD COLUMN owner TEXT;
 `,
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +23,12 @@ type Config struct {
 	// ReadOnly).
 	Path string
 	// ReadOnly opens an existing store for reading only: no migration, no
-	// recovery, and Observe returns ErrReadOnly. Statuses are as recorded:
-	// a run without a terminal shows as running until a writable open
-	// marks it interrupted.
+	// recovery, no owner, and Observe returns ErrReadOnly. Nothing is
+	// marked, but reads show what recovery would: a run or pair without a
+	// terminal whose owner is gone is interrupted. A store on a location
+	// this process cannot write (a read-only mount, another user's
+	// directory) is read as it is, even when SQLite cannot make its
+	// shared-memory file there.
 	ReadOnly bool
 	// BusyTimeout is how long a statement waits for a lock another process
 	// holds. Default DefaultBusyTimeout.
@@ -54,6 +58,8 @@ type Store struct {
 	db       *sql.DB
 	w        *writer // nil when read-only
 	recovery Recovery
+	owner    *owner // this open's ownership; nil when read-only
+	ownerDir string // where every owner's lock file is
 
 	mu     sync.RWMutex // held for reading while an event is handed to w
 	closed bool
@@ -69,10 +75,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // to SchemaVersion and runs recovery (see Recovery); a file with a newer
 // schema is a *VersionError, a file some other program made is ErrNotStore.
 //
-// One process at a time should open a store for writing: recovery marks
-// every run and pair that has no terminal as interrupted, which is only
-// true when no other process is still writing them. A terminal recorded
-// later still wins.
+// Many processes may open a store for writing at once. Each writable open
+// is an owner (owner.go) and stamps the logs it starts; recovery marks a
+// run or pair without a terminal as interrupted only when its owner is
+// gone, never one that another open is still recording. A terminal
+// recorded later still wins.
 func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, bound.Missing("store.path")
@@ -89,11 +96,12 @@ func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	db.SetMaxOpenConns(readers + 1)
 	db.SetMaxIdleConns(readers + 1)
-	s := &Store{db: db}
+	s := &Store{db: db, ownerDir: ownerDir(cfg.Path)}
 	if err := s.init(ctx, cfg); err != nil {
 		if s.w != nil {
 			s.w.abandon()
 		}
+		s.release()
 		db.Close()
 		return nil, err
 	}
@@ -103,6 +111,23 @@ func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
 func (s *Store) init(ctx context.Context, cfg Config) error {
 	if cfg.ReadOnly {
 		app, version, empty, err := header(ctx, s.db)
+		if err != nil && !hasWAL(cfg.Path) {
+			// SQLite reads a WAL store through a shared-memory file beside
+			// it, which it cannot create on a location it cannot write.
+			// Without a WAL file no process has the store open for
+			// writing and every committed page is in the main file, which
+			// can then be read as an immutable file.
+			if db, derr := sql.Open("sqlite", dsn(cfg)+"&immutable=1"); derr == nil {
+				db.SetMaxOpenConns(readers + 1)
+				db.SetMaxIdleConns(readers + 1)
+				if app, version, empty, derr = header(ctx, db); derr == nil {
+					s.db.Close()
+					s.db, err = db, nil
+				} else {
+					db.Close()
+				}
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("store: open: %w", err)
 		}
@@ -126,7 +151,10 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		}
 		return fmt.Errorf("store: open: %w", err)
 	}
-	if s.recovery, err = recoverOpen(ctx, conn); err != nil {
+	if err := s.register(ctx, conn, cfg.Path); err != nil {
+		return fmt.Errorf("store: open: %w", err)
+	}
+	if s.recovery, err = s.recoverOpen(ctx, conn); err != nil {
 		return fmt.Errorf("store: recovery: %w", err)
 	}
 	return s.w.start(ctx)
@@ -164,6 +192,7 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		err = s.w.stop()
 	}
+	s.release()
 	return errors.Join(err, s.db.Close())
 }
 
@@ -192,4 +221,11 @@ func (s *Store) Durability(ctx context.Context) (Durability, error) {
 	}
 	d.Synchronous = [...]string{"OFF", "NORMAL", "FULL", "EXTRA"}[min(max(sync, 0), 3)]
 	return d, nil
+}
+
+// hasWAL reports whether the store at path has a write-ahead log with
+// anything in it (or one this process cannot look at).
+func hasWAL(path string) bool {
+	fi, err := os.Stat(path + "-wal")
+	return err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, os.ErrNotExist)
 }

@@ -178,7 +178,7 @@ workers:
 `)
 	r := spiceOrch(t, env(t), "validate", tool)
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "workers[0].script: malformed: calls the tool shell.exec, which the plan does not have")
+	require.Contains(t, r.stderr, tool+":5: workers[0].script[0].calls[0].name: calls the tool shell.exec, which the plan does not have")
 	r = spiceOrch(t, env(t), "run", filepath.Join(t.TempDir(), "missing.yaml"))
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "missing.yaml")

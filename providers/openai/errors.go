@@ -111,7 +111,9 @@ const maxServerMessage = 1 << 10
 // diagnostic, not data the kernel carries).
 func (p *Provider) sanitize(s string) string {
 	if k := p.s.apiKey; len(k) >= 4 {
-		s = strings.ReplaceAll(s, k, "[redacted]")
+		// A server may echo the key in another case ("invalid key
+		// SK-ABC…"): any case of it is the key.
+		s = replaceFold(s, k, "[redacted]")
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
@@ -286,4 +288,42 @@ func boundMessage(prefix string, err error) string {
 		return prefix + ": " + be.Error()
 	}
 	return prefix
+}
+
+// replaceFold replaces every occurrence of old in s, compared without
+// regard to ASCII case, with new.
+func replaceFold(s, old, new string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+len(old) <= len(s); {
+		if !asciiEqualFold(s[i:i+len(old)], old) {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(new)
+		i += len(old)
+		last = i
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func asciiEqualFold(a, b string) bool {
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

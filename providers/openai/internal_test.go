@@ -60,3 +60,12 @@ func TestSanitizeBoundsAndCleans(t *testing.T) {
 	require.Equal(t, "key [redacted] tab line", p.sanitize("key sk-live-0123456789\ttab\nline"))
 	require.Equal(t, "bad \uFFFD", p.sanitize("bad \xff"))
 }
+
+// A server that echoes the key with its case changed does not leak it
+// (issue 16).
+func TestSanitizeRedactsTheKeyInAnyCase(t *testing.T) {
+	p := &Provider{s: settings{apiKey: "sk-live-0123456789abc"}}
+	require.Equal(t, "bad key [redacted], [redacted] and [redacted]",
+		p.sanitize("bad key SK-LIVE-0123456789ABC, Sk-Live-0123456789aBc and sk-live-0123456789abc"))
+	require.Equal(t, "no key here: sk-live-0123", p.sanitize("no key here: sk-live-0123"))
+}

@@ -86,14 +86,14 @@ func (p *Provider) Stream(ctx context.Context, req model.Request) (s model.Strea
 			return st, nil
 		}
 		if !pe.Retryable() || attempt >= p.s.maxAttempts {
-			return nil, pe
+			return nil, afterAttempts(pe, attempt)
 		}
 		wait := pe.RetryAfter()
 		if wait == 0 {
 			wait = backoff(attempt, p.s.maxRetryWait)
 		}
 		if wait > p.s.maxRetryWait {
-			return nil, pe // the caller decides whether to wait that long
+			return nil, afterAttempts(pe, attempt) // the caller decides whether to wait that long
 		}
 		if err := p.s.sleep(ctx, wait); err != nil {
 			return nil, cancelled(ctx, err)
@@ -110,6 +110,18 @@ func backoff(n int, limit time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// afterAttempts says in pe's problem how many attempts were made, when
+// there was more than one: a timeout after three attempts is not a
+// timeout after one.
+func afterAttempts(pe *model.ProviderError, attempts int) *model.ProviderError {
+	if attempts < 2 {
+		return pe
+	}
+	pr := pe.Problem()
+	return providerError(pr.Code(), pr.Message()+" (after "+strconv.Itoa(attempts)+" attempts)",
+		pe.Retryable(), pe.RetryAfter(), errors.Unwrap(pe))
 }
 
 func cancelled(ctx context.Context, err error) *model.ProviderError {

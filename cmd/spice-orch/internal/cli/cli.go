@@ -10,6 +10,9 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 )
 
 // Exit codes.
@@ -30,6 +33,10 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+
+	// wrapStore, set by this package's tests, stands between the pair and
+	// the store `run` opened (to make it refuse events).
+	wrapStore func(eventlog.Observer) eventlog.Observer
 }
 
 // exitError carries an exit code; err, if set, is printed to stderr.
@@ -74,12 +81,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(env.Stderr, "spice-orch:", ee.err)
+			fmt.Fprintln(env.Stderr, "spice-orch:", render.Text(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// Cobra's own errors: unknown commands, flags and argument counts.
-	fmt.Fprintln(env.Stderr, "spice-orch:", err)
+	fmt.Fprintln(env.Stderr, "spice-orch:", render.Text(err.Error()))
 	fmt.Fprintln(env.Stderr, "Run 'spice-orch --help' for usage.")
 	return ExitUsage
 }

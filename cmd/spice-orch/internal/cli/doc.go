@@ -8,11 +8,17 @@
 //	130  the pair was cancelled (Ctrl-C / SIGINT, or SIGTERM)
 //
 // `run` composes a pair with package compose, starts it, and prints its
-// timeline read through Pair.Subscribe(ctx, 0): with --json each event as
-// its canonical JSON line (Event.AppendJSON plus "\n", byte for byte what
-// the store records), otherwise rendered by package render. The first
-// SIGINT or SIGTERM cancels the pair, which ends with one pair.cancelled;
-// a second one kills the process the default way.
+// timeline from a Timeline observer of compose, which is told of an event
+// only after the store acknowledged it: with --json each event as its
+// canonical JSON line (Event.AppendJSON plus "\n", byte for byte what the
+// store records), otherwise rendered by package render. Nothing is printed
+// that the store does not hold. The first SIGINT or SIGTERM cancels the
+// pair, which ends with one pair.cancelled; a second one kills the process
+// the default way.
+//
+// Every readable output shows text from the store, models, tools and
+// servers through render.Text or render.Field, so that it never reaches
+// the terminal as control sequences.
 //
 // # Test hook
 //

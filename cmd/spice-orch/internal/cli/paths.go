@@ -2,10 +2,14 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 )
 
@@ -35,6 +39,20 @@ func storePath(flag string, getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "spice-orch", "runs.db"), nil
 }
 
+// errNotDir is a workspace that names something other than a directory.
+var errNotDir = errors.New("not a directory")
+
+// notEmpty refuses a flag given as "" (--store ” would otherwise mean
+// the default store).
+func notEmpty(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
+			return usageErr(fmt.Errorf("--%s must not be empty", name))
+		}
+	}
+	return nil
+}
+
 // workspace returns the directory the pair's file tools are confined to:
 // --workspace, else the spec's workspace (relative to the spec file), else
 // a new temporary directory that cleanup removes. A named directory is
@@ -52,6 +70,13 @@ func workspace(flag string, s spec.Spec) (dir string, temporary bool, cleanup fu
 			return "", false, nil, err
 		}
 		return dir, true, func() { _ = os.RemoveAll(dir) }, nil
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		what := "--workspace"
+		if flag == "" {
+			what = s.File + ": workspace"
+		}
+		return "", false, nil, fmt.Errorf("%s %s: %w", what, render.Field(dir), errNotDir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, nil, err

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,6 +84,9 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 			if cmd.Flags().Changed("task") && f.task == "" {
 				return usageErr(errors.New("--task must not be empty"))
 			}
+			if err := notEmpty(cmd, "store", "workspace"); err != nil {
+				return err
+			}
 			return runPair(cmd.Context(), env, f, args)
 		},
 	}
@@ -104,7 +110,7 @@ func loadSpec(args []string) (spec.Spec, error) {
 		return s, usageErr(err)
 	}
 	if err := compose.Check(s); err != nil {
-		return s, usageErr(fmt.Errorf("%s: %w", args[0], err))
+		return s, usageErr(err)
 	}
 	return s, nil
 }
@@ -121,6 +127,9 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	context.AfterFunc(ctx, stop)
 
 	dir, temporary, cleanup, err := workspace(f.workspace, s)
+	if errors.Is(err, errNotDir) {
+		return usageErr(err)
+	}
 	if err != nil {
 		return failed(fmt.Errorf("workspace: %w", err))
 	}
@@ -140,9 +149,21 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if err != nil {
 		return failed(err)
 	}
-	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv}
+	out := env.Stdout
+	pr := &printer{out: out}
+	if !f.json {
+		pr.r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
+	}
+	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv,
+		Timeline: []eventlog.Observer{pr}}
+	var rec *recording
 	if st != nil {
-		opts.Store = st
+		var o eventlog.Observer = st
+		if env.wrapStore != nil {
+			o = env.wrapStore(o)
+		}
+		rec = &recording{store: o}
+		opts.Store = rec
 	}
 	if kind := env.Getenv(EnvPauseAfter); kind != "" {
 		p, err := newPauser(kind, ctx.Done(), env.Stderr)
@@ -161,10 +182,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	}
 	defer built.Close()
 
-	out := env.Stdout
-	var r *render.Renderer
 	if !f.json {
-		r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
 	}
 	pair, err := orchestrator.Start(ctx, built.Config)
@@ -177,62 +195,98 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		}
 		return failed(err)
 	}
-	perr := follow(pair, out, r, env.Stderr)
 	_, werr := pair.Wait(context.Background())
-	if r != nil && st != nil {
+	if rec != nil {
 		again := "spice-orch runs show " + pairID
 		if f.store != "" {
-			again += " --store " + stPath
+			again += " --store " + render.Field(stPath)
 		}
-		fmt.Fprintf(out, "recorded: %s\n", again)
+		n, first := rec.refused()
+		switch {
+		case n > 0:
+			// Say so on stderr too: with --json, stdout is only the timeline.
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused %d events, which are not recorded (and were not printed); the first: %s\n",
+				n, render.Text(first.Error()))
+			if !f.json {
+				fmt.Fprintf(out, "recorded in part (the store refused %d events): %s shows what it kept\n", n, again)
+			}
+		case !f.json:
+			fmt.Fprintf(out, "recorded: %s\n", again)
+		}
 	}
-	return exitFor(werr, perr)
+	return exitFor(werr, pr.error(), s.Limits)
 }
 
-// follow prints the pair timeline from its first event to its terminal.
-// With r nil each event is written as its canonical JSON line.
-func follow(pair *orchestrator.Pair, out io.Writer, r *render.Renderer, stderr io.Writer) error {
-	bg := context.Background()
-	sub, err := pair.Subscribe(bg, 0)
+// printer prints the pair timeline: with r nil each event as its canonical
+// JSON line (byte for byte what the store records and `runs replay --json`
+// prints), else rendered. It is a Timeline observer of compose, so it is
+// told of an event only after the store acknowledged that same event:
+// nothing is printed that the store does not hold, even when the process
+// is killed between the two. It never refuses an event: a failed write is
+// kept for the exit status, and printing stops there. A stdout that does
+// not take the output holds the pair, as any required observer may.
+type printer struct {
+	out io.Writer
+	r   *render.Renderer
+
+	mu  sync.Mutex
+	buf []byte
+	err error
+}
+
+func (p *printer) Observe(_ context.Context, e eventlog.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil
+	}
+	p.buf = e.AppendJSON(p.buf[:0])
+	if p.r != nil {
+		p.err = p.r.Line(p.buf)
+	} else {
+		p.buf = append(p.buf, '\n')
+		_, p.err = p.out.Write(p.buf)
+	}
+	return nil
+}
+
+func (p *printer) error() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// recording is the store as the pair's observers see it, counting what it
+// refused, so that the summary claims only what was recorded.
+type recording struct {
+	store eventlog.Observer
+
+	mu    sync.Mutex
+	n     int
+	first error
+}
+
+func (r *recording) Observe(ctx context.Context, e eventlog.Event) error {
+	err := r.store.Observe(ctx, e)
 	if err != nil {
-		return err
+		r.mu.Lock()
+		if r.n == 0 {
+			r.first = err
+		}
+		r.n++
+		r.mu.Unlock()
 	}
-	defer func() { sub.Close() }()
-	buf := make([]byte, 0, 4096)
-	for {
-		e, err := sub.Next(bg)
-		if err == io.EOF {
-			return nil
-		}
-		var ex *eventlog.ExhaustedError
-		if errors.As(err, &ex) {
-			// The timeline never waits for its readers; this one fell too
-			// far behind. Say what is missing and carry on.
-			fmt.Fprintf(stderr, "spice-orch: output fell behind the pair timeline: events %d to %d are not shown (the store has them)\n",
-				ex.LastDelivered+1, ex.Recovery)
-			sub.Close()
-			if sub, err = pair.Subscribe(bg, ex.Recovery); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		buf = e.AppendJSON(buf[:0])
-		if r != nil {
-			err = r.Line(buf)
-		} else {
-			_, err = out.Write(append(buf, '\n'))
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return err
+}
+
+func (r *recording) refused() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.first
 }
 
 // exitFor maps the pair's end to the command's exit.
-func exitFor(waitErr, printErr error) error {
+func exitFor(waitErr, printErr error, l spec.Limits) error {
 	var de *orchestrator.DurabilityError
 	switch {
 	case errors.As(waitErr, &de):
@@ -240,6 +294,9 @@ func exitFor(waitErr, printErr error) error {
 	case errors.Is(waitErr, orchestrator.ErrCancelled):
 		return &exitError{code: ExitCancelled, err: errors.New("pair cancelled")}
 	case waitErr != nil:
+		if why := why(waitErr, l); why != "" {
+			return failed(fmt.Errorf("%w: %s", waitErr, why))
+		}
 		return failed(waitErr)
 	case printErr != nil:
 		return failed(fmt.Errorf("printing the timeline: %w", printErr))
@@ -250,33 +307,32 @@ func exitFor(waitErr, printErr error) error {
 func header(out io.Writer, s spec.Spec, args []string, task, dir string, temporary bool, stPath string) {
 	what := "built-in pair: a scripted writer and reviewer (offline, no API key)"
 	if len(args) > 0 {
-		what = "spec " + args[0]
+		what = "spec " + render.Field(args[0])
 		if s.Name != "" {
-			what += " (" + s.Name + ")"
+			what += " (" + render.Field(s.Name) + ")"
 		}
 	}
 	fmt.Fprintf(out, "spice-orch: %s\n", what)
 	fmt.Fprintf(out, "task: %s\n", oneLine(task))
 	if temporary {
-		fmt.Fprintf(out, "workspace: %s (temporary, removed at the end; keep the files with --workspace DIR)\n", dir)
+		fmt.Fprintf(out, "workspace: %s (temporary, removed at the end; keep the files with --workspace DIR)\n", render.Field(dir))
 	} else {
-		fmt.Fprintf(out, "workspace: %s\n", dir)
+		fmt.Fprintf(out, "workspace: %s\n", render.Field(dir))
 	}
 	if stPath == "" {
 		fmt.Fprintln(out, "store: none (--no-store)")
 	} else {
-		fmt.Fprintf(out, "store: %s\n", stPath)
+		fmt.Fprintf(out, "store: %s\n", render.Field(stPath))
 	}
 	fmt.Fprintln(out)
 }
 
+// oneLine is the first line of s, shown as render.Field shows a value.
 func oneLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i] + " ..."
-		}
+	if first, _, more := strings.Cut(s, "\n"); more {
+		return render.Field(first) + " ..."
 	}
-	return s
+	return render.Field(s)
 }
 
 // openStore opens the store at path; writable creates its directory.
@@ -291,4 +347,47 @@ func openStore(ctx context.Context, path string, writable bool) (*store.Store, e
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return st, nil
+}
+
+// why says which bound ended a pair, and its value. The pair's error
+// names only the reason: the bound's value is the spec's.
+func why(err error, l spec.Limits) string {
+	var pe *orchestrator.Error
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	switch pe.Reason {
+	case orchestrator.ReasonBudgetExhausted:
+		switch pe.Limit {
+		case orchestrator.LimitTokens:
+			return "the pair used its budget of " + count(l.Tokens, "token") + " (limits.budget.tokens)"
+		case orchestrator.LimitToolCalls:
+			return "the models asked for more than the budget of " + count(l.ToolCalls, "tool call") + " (limits.budget.tool_calls)"
+		case orchestrator.LimitWallTime:
+			return fmt.Sprintf("the pair ran longer than its budget of %s (limits.budget.wall_time)", l.WallTime)
+		}
+	case orchestrator.ReasonMaxRounds:
+		n := l.MaxRounds
+		if n == 0 {
+			n = orchestrator.DefaultMaxRounds
+		}
+		return "no approval within " + count(int64(n), "round") + " (limits.max_rounds)"
+	case orchestrator.ReasonLoopDetected:
+		return "a handoff repeated the content of an earlier one"
+	case orchestrator.ReasonHandoffRejected:
+		// The policy's bound error names the field, the limit and the
+		// size, never the content.
+		var be *bound.Error
+		if errors.As(pe.Err, &be) {
+			return "the handoff policy refused the answer: " + be.Error() + " (handoff.max_bytes, handoff.over_bound)"
+		}
+	}
+	return ""
+}
+
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }

@@ -33,19 +33,35 @@ func newRunsCmd(env Env) *cobra.Command {
 shows one as a readable timeline, 'runs replay ID --json' prints its
 recorded JSON lines, byte for byte what 'run --json' printed.
 
-The commands open the store for writing, so that a pair or run that a
-process left without a terminal (it crashed or was killed) is marked
-interrupted, and a mutating tool call that started without a recorded
-outcome is marked uncertain: its effect may or may not have happened, and
-nothing runs it again automatically. Use --read-only to look at a store that
-another spice-orch process is recording into right now.`,
+A pair or run that a process left without a terminal (it crashed or was
+killed) is shown interrupted, and a mutating tool call that started without
+a recorded outcome uncertain: its effect may or may not have happened, and
+nothing runs it again automatically. What another process is recording
+right now stays running: every process that records into the store holds a
+lock the operating system releases when the process ends, and only a pair
+whose process is gone is interrupted.
+
+The commands open the store for writing, to mark what they find
+interrupted. --read-only marks nothing (and shows the same); when the store
+cannot be written (a full disk, a read-only location), it is read
+read-only.`,
 		Example: `  spice-orch runs list
   spice-orch runs show pair-20261130-015500-1a2b3c4d
   spice-orch runs replay pair-20261130-015500-1a2b3c4d --json > pair.jsonl`,
+		Args: cobra.ArbitraryArgs,
+		// Without it, cobra prints this help for an unknown subcommand
+		// and exits 0.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr(fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath()))
+			}
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return notEmpty(cmd, "store") },
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.store, "store", "", "the store to read (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
-	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: no recovery marks")
+	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: mark nothing")
 	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f))
 	return cmd
 }
@@ -59,7 +75,19 @@ func (f *runsFlags) open(ctx context.Context, env Env) (st *store.Store, path st
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, path, false, nil
 	}
-	if st, err = openStore(ctx, path, !f.readOnly); err != nil {
+	st, err = openStore(ctx, path, !f.readOnly)
+	if err != nil && !f.readOnly && !errors.Is(err, store.ErrNotStore) && !errors.As(err, new(*store.VersionError)) {
+		// Reading must not depend on what recovery can write (a full
+		// disk, a read-only location): read the store as it is, which
+		// shows what recovery would have marked.
+		ro, rerr := openStore(ctx, path, false)
+		if rerr == nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: reading the store read-only: it cannot be opened for writing (%s)\n",
+				render.Text(err.Error()))
+			st, err = ro, nil
+		}
+	}
+	if err != nil {
 		return nil, path, false, failed(err)
 	}
 	return st, path, true, nil
@@ -101,6 +129,9 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
   spice-orch runs list --status interrupted --limit 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 || limit > store.MaxListLimit {
+				return usageErr(fmt.Errorf("--limit must be between 1 and %d (0 for the default, %d)", store.MaxListLimit, store.DefaultListLimit))
+			}
 			if status != "" && !slices.Contains(statuses, store.Status(status)) {
 				return usageErr(errors.New("--status must be one of running, completed, failed, cancelled, interrupted"))
 			}
@@ -124,7 +155,7 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PAIR\tSTATUS\tREASON\tWORKERS\tSTARTED\tDURATION")
 			for _, p := range pairs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Status, dash(p.Reason),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", render.Field(p.ID), dash(string(p.Status)), dash(p.Reason),
 					dash(strings.Join(p.Workers, ",")), when(p.Started), span(p.Duration(), p.Ended))
 			}
 			return tw.Flush()
@@ -210,7 +241,7 @@ func replayReadable(ctx context.Context, env Env, st *store.Store, id string) er
 		return notFoundOr(id, err)
 	}
 	for _, en := range rec.Events {
-		fmt.Fprintln(env.Stdout, en.Summary())
+		fmt.Fprintln(env.Stdout, render.Field(en.Summary()))
 	}
 	return nil
 }
@@ -239,11 +270,13 @@ func usageOrFailed(err error) error {
 	return failed(err)
 }
 
+// dash shows a value for a table: "-" when empty, else as render.Field
+// shows it, since the store holds what models and servers wrote.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return render.Field(s)
 }
 
 func when(t time.Time) string {

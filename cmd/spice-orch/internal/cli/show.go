@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -28,7 +29,7 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 	out := env.Stdout
 	s := rec.Summary
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "pair\t%s\n", s.ID)
+	fmt.Fprintf(tw, "pair\t%s\n", render.Field(s.ID))
 	fmt.Fprintf(tw, "status\t%s\n", statusText(s.Status, s.Reason))
 	fmt.Fprintf(tw, "workers\t%s\n", dash(strings.Join(s.Workers, ", ")))
 	fmt.Fprintf(tw, "plan\t%s\n", dash(s.PlanID))
@@ -44,7 +45,7 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 		fmt.Fprintln(out, "\nruns")
 		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		for _, r := range rec.Runs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d turns\t%d in / %d out tokens\t%s\n", r.ID, r.Worker,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d turns\t%d in / %d out tokens\t%s\n", render.Field(r.ID), render.Field(r.Worker),
 				statusText(r.Status, problemText(r.ProblemCode, r.ProblemMessage)), r.Turns, r.InputTokens, r.OutputTokens,
 				span(r.Duration(), r.Ended))
 		}
@@ -65,9 +66,9 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 func showRun(out io.Writer, rec store.RunRecord) error {
 	s := rec.Summary
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%s\n", s.ID)
+	fmt.Fprintf(tw, "run\t%s\n", render.Field(s.ID))
 	if s.PairID != "" {
-		fmt.Fprintf(tw, "pair\t%s (worker %s)\n", s.PairID, s.Worker)
+		fmt.Fprintf(tw, "pair\t%s (worker %s)\n", render.Field(s.PairID), render.Field(s.Worker))
 	}
 	fmt.Fprintf(tw, "status\t%s\n", statusText(s.Status, problemText(s.ProblemCode, s.ProblemMessage)))
 	fmt.Fprintf(tw, "definition\t%s, model %s, plan %s\n", dash(s.Definition), dash(s.Model), dash(s.PlanID))
@@ -85,7 +86,7 @@ func showRun(out io.Writer, rec store.RunRecord) error {
 			if c.Outcome != "" {
 				st += " (" + c.Outcome + ")"
 			}
-			fmt.Fprintf(tw, "  #%d\t%s\t%s\t%s\n", c.StartedSeq, c.Name, dash(c.Effect), st)
+			fmt.Fprintf(tw, "  #%d\t%s\t%s\t%s\n", c.StartedSeq, render.Field(c.Name), dash(c.Effect), render.Field(st))
 		}
 		if err := tw.Flush(); err != nil {
 			return failed(err)
@@ -95,7 +96,7 @@ func showRun(out io.Writer, rec store.RunRecord) error {
 	if len(rec.Events) > 0 {
 		fmt.Fprintln(out, "\nevents")
 		for _, en := range rec.Events {
-			fmt.Fprintln(out, "  "+en.Summary())
+			fmt.Fprintln(out, "  "+render.Field(en.Summary()))
 		}
 	}
 	return nil
@@ -108,8 +109,8 @@ func uncertain(out io.Writer, calls []store.Call) {
 	}
 	fmt.Fprintln(out, "\nuncertain tool calls: their effect may or may not have happened, and nothing runs them again automatically")
 	for _, c := range calls {
-		fmt.Fprintf(out, "  %s: %s (call %s, %s), started at run sequence %d, %s\n", c.RunID, c.Name, c.CallID,
-			dash(c.Effect), c.StartedSeq, callOutcome(c))
+		fmt.Fprintf(out, "  %s: %s (call %s, %s), started at run sequence %d, %s\n", render.Field(c.RunID),
+			render.Field(c.Name), render.Field(c.CallID), dash(c.Effect), c.StartedSeq, callOutcome(c))
 	}
 }
 
@@ -122,9 +123,9 @@ func callOutcome(c store.Call) string {
 
 func statusText(s store.Status, detail string) string {
 	if detail == "" {
-		return string(s)
+		return render.Field(string(s))
 	}
-	return string(s) + " (" + detail + ")"
+	return render.Field(string(s) + " (" + detail + ")")
 }
 
 func problemText(code, msg string) string {

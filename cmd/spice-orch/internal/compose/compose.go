@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
@@ -44,8 +44,13 @@ type Options struct {
 	// workers and of the pair timeline: an event is acknowledged only once
 	// it has been recorded (store.Store is one).
 	Store eventlog.Observer
-	// Timeline are further required observers of the pair timeline, told
-	// after Store.
+	// Timeline are further required observers of the pair timeline, in
+	// order: what prints or streams the timeline. Each is told of an event
+	// (a pair event or a relayed run event) only after Store acknowledged
+	// that same event, and never of an event Store refused, so whatever a
+	// Timeline observer shows is in the store (without Store, every event
+	// is told). They may block, which holds the pair (backpressure); an
+	// error of theirs fails the pair as Store's would.
 	Timeline []eventlog.Observer
 	// Getenv reads the environment (OPENAI_API_KEY, OPENAI_BASE_URL); nil
 	// reads nothing.
@@ -136,13 +141,17 @@ func Build(o Options) (*Pair, error) {
 		p.Close()
 		return nil, &ConfigError{err}
 	}
+	// The timeline's log is named by the pair ID, so the store files its
+	// events under the pair.
 	var required []eventlog.Observer
-	if o.Store != nil {
-		// The timeline's log is named by the pair ID, so the store files
-		// its events under the pair.
-		required = append(required, o.Store)
+	switch {
+	case o.Store != nil && len(o.Timeline) > 0:
+		required = []eventlog.Observer{&afterStore{store: o.Store, next: slices.Clone(o.Timeline)}}
+	case o.Store != nil:
+		required = []eventlog.Observer{o.Store}
+	default:
+		required = slices.Clone(o.Timeline)
 	}
-	required = append(required, o.Timeline...)
 	pattern := orchestrator.ReviewLoop
 	if o.Spec.Pattern == spec.Relay {
 		pattern = orchestrator.Relay
@@ -207,8 +216,12 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
 	switch w.Provider {
 	case spec.Scripted:
-		if err := checkTools(field, w, toolNames); err != nil {
+		defs, err := definitions()
+		if err != nil {
 			return nil, err
+		}
+		if err := checkCalls(o.Spec.File, field, w, defs); err != nil {
+			return nil, &ConfigError{err}
 		}
 		prov, err := scripted.NewProvider(w.Script)
 		if err != nil {
@@ -245,30 +258,7 @@ func ToolNames() []string {
 	return []string{tools.NameFSRead, tools.NameFSWrite, tools.NameTextStats}
 }
 
-// Check reports what Build would refuse in s without building anything: a
-// scripted worker whose script calls a tool the plan does not have.
-func Check(s spec.Spec) error {
-	for i, w := range s.Workers {
-		if w.Provider == spec.Scripted {
-			if err := checkTools(workerField(i), w, ToolNames()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func workerField(i int) string { return "workers[" + strconv.Itoa(i) + "]" }
-
-func checkTools(field string, w spec.Worker, have []string) error {
-	for _, name := range w.Script.ToolNames() {
-		if !slices.Contains(have, name) {
-			return &ConfigError{bound.Malformedf(field+".script",
-				"calls the tool "+name+", which the plan does not have (it has "+strings.Join(have, ", ")+")")}
-		}
-	}
-	return nil
-}
 
 // buildPolicy builds the handoff policy. A review pattern frames the
 // reviewer's answers as "Reviewer feedback" unless the spec says otherwise,
@@ -287,4 +277,27 @@ func buildPolicy(s spec.Spec) (handoff.Policy, error) {
 		}
 	}
 	return handoff.NewPolicy(cfg)
+}
+
+// afterStore is the pair timeline's one required observer when there are
+// Timeline observers beside the store: it tells them of an event only once
+// the store acknowledged it, and not at all when the store refused it.
+// The timeline tells a log's required observers in order and stops at the
+// first refusal as well; afterStore makes the guarantee Options documents
+// hold by construction here, whatever order a log keeps.
+type afterStore struct {
+	store eventlog.Observer
+	next  []eventlog.Observer
+}
+
+func (a *afterStore) Observe(ctx context.Context, e eventlog.Event) error {
+	if err := a.store.Observe(ctx, e); err != nil {
+		return err
+	}
+	for _, o := range a.next {
+		if err := o.Observe(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -151,7 +151,7 @@ func TestBuildRefusesWhatTheUserMustFix(t *testing.T) {
 		want string
 	}{
 		"unknown tool": {compose.Options{Spec: withScript, Workspace: t.TempDir(), PairID: "p"},
-			"workers[0].script: malformed: calls the tool net.fetch, which the plan does not have (it has fs.read, fs.write, text.stats)"},
+			"spec: workers[0].script[0].calls[0].name: calls the tool net.fetch, which the plan does not have (it has fs.read, fs.write, text.stats)"},
 		"no workspace": {compose.Options{Spec: spec.Builtin(), Workspace: filepath.Join(t.TempDir(), "missing"), PairID: "p"}, ""},
 		"no key": {compose.Options{Spec: openai, Workspace: t.TempDir(), PairID: "p"},
 			"workers[1]: provider openai needs OPENAI_API_KEY (or a base_url / OPENAI_BASE_URL for a server without keys)"},

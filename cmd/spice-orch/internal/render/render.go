@@ -86,7 +86,7 @@ func (r *Renderer) Line(line []byte) error {
 		}
 		r.prefix("handoff")
 		fmt.Fprintf(&r.buf, "%s -> %s, round %d: %d bytes%s, sha256 %s\n",
-			r.paint(bold, h.From), r.paint(bold, h.To), h.Round, h.Bytes, cut, short(h.SHA256, 12))
+			r.paint(bold, Field(h.From)), r.paint(bold, Field(h.To)), h.Round, h.Bytes, cut, Field(short(h.SHA256, 12)))
 	case en.ended != nil:
 		r.pairEnded(en)
 	default:
@@ -103,8 +103,8 @@ func (r *Renderer) pairStarted(en entry) {
 	r.sum.Started = en.time
 	r.pad = max(len("handoff"), len(s.Workers.First), len(s.Workers.Second))
 	pattern := strings.ReplaceAll(s.Pattern, "_", " ")
-	fmt.Fprintf(&r.buf, "%s %s: %s, %s then %s, plan %s\n", r.paint(bold, "pair"), s.PairID, pattern,
-		r.paint(cyan, s.Workers.First), r.paint(magenta, s.Workers.Second), s.PlanID)
+	fmt.Fprintf(&r.buf, "%s %s: %s, %s then %s, plan %s\n", r.paint(bold, "pair"), Field(s.PairID), Field(pattern),
+		r.paint(cyan, Field(s.Workers.First)), r.paint(magenta, Field(s.Workers.Second)), Field(s.PlanID))
 }
 
 func (r *Renderer) pairEnded(en entry) {
@@ -125,17 +125,17 @@ func (r *Renderer) pairEnded(en entry) {
 	if e.Limit != "" {
 		reason += " (" + e.Limit + ")"
 	}
-	fmt.Fprintf(&r.buf, "%s %s: %s\n", r.paint(bold, "pair"), r.paint(color, strings.TrimPrefix(en.kind, "pair.")), reason)
+	fmt.Fprintf(&r.buf, "%s %s: %s\n", r.paint(bold, "pair"), r.paint(color, strings.TrimPrefix(en.kind, "pair.")), Field(reason))
 	if e.Worker != "" || e.Problem.Code != "" {
 		r.buf.WriteString("  ")
 		if e.Worker != "" {
-			fmt.Fprintf(&r.buf, "worker %s", e.Worker)
+			fmt.Fprintf(&r.buf, "worker %s", Field(e.Worker))
 			if e.RunID != "" {
-				fmt.Fprintf(&r.buf, " (run %s)", e.RunID)
+				fmt.Fprintf(&r.buf, " (run %s)", Field(e.RunID))
 			}
 		}
 		if e.Problem.Code != "" {
-			fmt.Fprintf(&r.buf, " problem %s: %s", e.Problem.Code, oneLine(e.Problem.Message, 160))
+			fmt.Fprintf(&r.buf, " problem %s: %s", Field(e.Problem.Code), oneLine(e.Problem.Message, 160))
 		}
 		r.buf.WriteByte('\n')
 	}
@@ -153,14 +153,14 @@ func (r *Renderer) relayed(en entry) {
 	switch p := en.run.(type) {
 	case event.RunStarted:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "run %s started, model %s\n", p.RunID, p.Model)
+		fmt.Fprintf(&r.buf, "run %s started, model %s\n", Field(string(p.RunID)), Field(p.Model))
 	case event.RunCompleted:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "run %s: %s, %d in / %d out tokens\n", r.paint(green, "completed"),
 			plural(p.Turns, "turn"), p.InputTokens, p.OutputTokens)
 	case event.RunFailed:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "run %s: %s: %s\n", r.paint(red, "failed"), p.Problem.Code(), oneLine(p.Problem.Message(), 160))
+		fmt.Fprintf(&r.buf, "run %s: %s: %s\n", r.paint(red, "failed"), Field(p.Problem.Code()), oneLine(p.Problem.Message(), 160))
 	case event.RunCancelled:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "run %s after %s\n", r.paint(yellow, "cancelled"), plural(p.Turns, "turn"))
@@ -169,7 +169,7 @@ func (r *Renderer) relayed(en entry) {
 		fmt.Fprintf(&r.buf, "turn %d\n", p.Index)
 	case event.TurnFailed:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "turn %d %s: %s\n", p.Index, r.paint(red, "failed"), p.Problem.Code())
+		fmt.Fprintf(&r.buf, "turn %d %s: %s\n", p.Index, r.paint(red, "failed"), Field(p.Problem.Code()))
 	case event.TurnCancelled:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "turn %d %s\n", p.Index, r.paint(yellow, "cancelled"))
@@ -177,7 +177,7 @@ func (r *Renderer) relayed(en entry) {
 		r.delta(worker, p.Text)
 	case event.ModelFailed:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "model %s: %s: %s\n", r.paint(red, "failed"), p.Problem.Code(), oneLine(p.Problem.Message(), 160))
+		fmt.Fprintf(&r.buf, "model %s: %s: %s\n", r.paint(red, "failed"), Field(p.Problem.Code()), oneLine(p.Problem.Message(), 160))
 	case event.ModelCancelled:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "model %s\n", r.paint(yellow, "cancelled"))
@@ -188,28 +188,28 @@ func (r *Renderer) relayed(en entry) {
 		if effect == "" {
 			effect = "not in the plan"
 		}
-		fmt.Fprintf(&r.buf, "tool %s (%s)\n", r.paint(bold, p.Name), effect)
+		fmt.Fprintf(&r.buf, "tool %s (%s)\n", r.paint(bold, Field(p.Name)), Field(effect))
 	case event.ToolProgress:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "  ... %s\n", oneLine(p.Message, 120))
 	case event.ToolCompleted:
 		r.prefix(worker)
 		if !p.Problem.IsZero() {
-			fmt.Fprintf(&r.buf, "  -> %s %s: %s\n", r.paint(yellow, "problem"), p.Problem.Code(), oneLine(p.Problem.Message(), 120))
+			fmt.Fprintf(&r.buf, "  -> %s %s: %s\n", r.paint(yellow, "problem"), Field(p.Problem.Code()), oneLine(p.Problem.Message(), 120))
 		} else {
 			fmt.Fprintf(&r.buf, "  -> %s %s\n", r.paint(green, "ok"), oneLine(p.Content, 100))
 		}
 	case event.ToolFailed:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "  -> %s (%s) %s: %s\n", r.paint(red, "failed"), p.Outcome, p.Problem.Code(), oneLine(p.Problem.Message(), 120))
+		fmt.Fprintf(&r.buf, "  -> %s (%s) %s: %s\n", r.paint(red, "failed"), Field(p.Outcome), Field(p.Problem.Code()), oneLine(p.Problem.Message(), 120))
 	case event.ToolCancelled:
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "  -> %s (%s)\n", r.paint(yellow, "cancelled"), p.Outcome)
+		fmt.Fprintf(&r.buf, "  -> %s (%s)\n", r.paint(yellow, "cancelled"), Field(p.Outcome))
 	case event.ModelStarted, event.ModelCompleted, event.TurnCompleted:
 		// Turns, answers and run totals say what these would.
 	default: // a kind this build does not know
 		r.prefix(worker)
-		fmt.Fprintf(&r.buf, "%s\n", en.kind)
+		fmt.Fprintf(&r.buf, "%s\n", Field(en.kind))
 	}
 }
 
@@ -226,7 +226,7 @@ func (r *Renderer) delta(worker, text string) {
 			r.midLine = true
 		}
 		line, rest, nl := strings.Cut(text, "\n")
-		r.buf.WriteString(line)
+		r.buf.WriteString(Text(line))
 		if nl {
 			r.buf.WriteByte('\n')
 			r.midLine = false
@@ -251,7 +251,7 @@ func (r *Renderer) prefix(who string) {
 	case "handoff":
 		c = blue
 	}
-	label := "[" + who + "]"
+	label := "[" + Field(who) + "]"
 	r.buf.WriteString(r.paint(c, label))
 	r.buf.WriteString(strings.Repeat(" ", max(1, r.pad+3-len(label))))
 }
@@ -276,11 +276,12 @@ func (r *Renderer) paint(style, s string) string {
 }
 
 // oneLine shows s on one line of at most n runes: newlines and tabs become
-// spaces, and a longer text ends with "...".
+// spaces, a longer text ends with "...", and control characters are shown
+// escaped (Field).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= n {
-		return s
+		return Field(s)
 	}
 	cut := 0
 	for i := range s {
@@ -290,7 +291,7 @@ func oneLine(s string, n int) string {
 		}
 		n--
 	}
-	return s[:cut] + "..."
+	return Field(s[:cut]) + "..."
 }
 
 func short(s string, n int) string {

@@ -2,12 +2,15 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -55,6 +58,12 @@ func Decode(file string, data []byte) (Spec, error) {
 	if !utf8.Valid(data) {
 		return Spec{}, d.fail(nil, "", "not valid UTF-8")
 	}
+	if isJSON(file, data) {
+		// YAML reads JSON, but its syntax errors speak of YAML.
+		if err := jsonSyntax(data); err != nil {
+			return Spec{}, d.jsonError(data, err)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -95,6 +104,48 @@ func (d *decoder) syntax(err error) *Error {
 		return &Error{File: d.file, Line: line, Msg: "YAML syntax: " + m[2]}
 	}
 	return &Error{File: d.file, Msg: "YAML syntax error"}
+}
+
+// isJSON reports whether the spec is meant as JSON: a .json file, or a
+// document that starts with an object.
+func isJSON(file string, data []byte) bool {
+	return strings.EqualFold(filepath.Ext(file), ".json") || bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
+}
+
+// jsonSyntax checks that data is one JSON value.
+func jsonSyntax(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &json.SyntaxError{Offset: dec.InputOffset()}
+	}
+	return nil
+}
+
+// jsonError turns a JSON decoding error into an *Error with its line. Only
+// the grammar is described, never the input.
+func (d *decoder) jsonError(data []byte, err error) *Error {
+	var se *json.SyntaxError
+	offset := int64(len(data))
+	msg := "unexpected end of the document"
+	if errors.As(err, &se) {
+		offset = se.Offset
+		msg = se.Error()
+		if msg == "" {
+			msg = "more after the JSON value"
+		}
+		// "invalid character 'x' after ...": leave the character out.
+		if rest, ok := strings.CutPrefix(msg, "invalid character '"); ok {
+			if i := strings.LastIndex(rest, "' "); i >= 0 {
+				msg = "invalid character " + rest[i+2:]
+			}
+		}
+	}
+	line := 1 + bytes.Count(data[:min(max(offset, 0), int64(len(data)))], []byte("\n"))
+	return &Error{File: d.file, Line: line, Msg: "JSON syntax: " + msg}
 }
 
 func (d *decoder) spec(root *yaml.Node) (Spec, error) {
@@ -210,7 +261,7 @@ func (d *decoder) worker(n *yaml.Node, path string) (Worker, error) {
 			return w, d.fail(o.values["openai"], join(path, "openai"), "only a worker with provider openai takes openai options")
 		}
 		if v, ok := o.values["script"]; ok {
-			w.Script, err = d.script(v, join(path, "script"))
+			w.Script, w.Calls, err = d.script(v, join(path, "script"))
 			return w, err
 		}
 		builtinWriter, builtinReviewer := scripted.Builtin()

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,17 +144,34 @@ func (d *decoder) integer(o *object, name string, lo, hi int64) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!float" && digits.MatchString(v.Value) {
+		// YAML reads an integer literal too large for 64 bits as a float.
+		return 0, d.fail(v, field, "too large for an integer: "+inRange(lo, hi))
+	}
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
 		return 0, d.fail(v, field, "want an integer, got "+describe(v))
 	}
 	var n int64
 	if err := v.Decode(&n); err != nil {
-		return 0, d.fail(v, field, "integer out of range")
+		return 0, d.fail(v, field, "too large for an integer: "+inRange(lo, hi))
 	}
 	if n < lo || n > hi {
-		return 0, d.fail(v, field, "must be between "+strconv.FormatInt(lo, 10)+" and "+strconv.FormatInt(hi, 10))
+		return 0, d.fail(v, field, inRange(lo, hi))
 	}
 	return n, nil
+}
+
+// digits matches an integer literal: a sign and decimal digits, which
+// YAML allows to be grouped with underscores.
+var digits = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
+// inRange says what values a field takes: "must be 1", "must be between 1
+// and 64".
+func inRange(lo, hi int64) string {
+	if lo == hi {
+		return "must be " + strconv.FormatInt(lo, 10)
+	}
+	return "must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
 }
 
 // number reads an optional number in [lo, hi]; absent is nil.

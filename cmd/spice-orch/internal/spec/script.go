@@ -23,24 +23,30 @@ var (
 // provider's form (see providers/scripted), with each call's arguments
 // written as a YAML mapping. Each step is validated by the scripted
 // package, and its mistakes are reported at the step's line.
-func (d *decoder) script(n *yaml.Node, path string) (scripted.Script, error) {
+func (d *decoder) script(n *yaml.Node, path string) (scripted.Script, []CallSite, error) {
 	var s scripted.Script
 	items, err := d.list(n, path)
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
 	if len(items) == 0 {
-		return s, d.fail(n, path, "a script needs at least one step")
+		return s, nil, d.fail(n, path, "a script needs at least one step")
 	}
 	if err := bound.Count(path, len(items), scripted.MaxSteps); err != nil {
-		return s, d.bound(n, "", err)
+		return s, nil, d.bound(n, "", err)
 	}
 	s.Steps = make([]scripted.Step, len(items))
+	var sites []CallSite
 	for i, item := range items {
 		sp := path + "[" + strconv.Itoa(i) + "]"
 		st, err := d.step(item, sp)
 		if err != nil {
-			return s, err
+			return s, nil, err
+		}
+		if o, ok := stepCalls(item); ok {
+			for j, c := range o.Content {
+				sites = append(sites, CallSite{Step: i, Call: j, Field: sp + ".calls[" + strconv.Itoa(j) + "]", Line: c.Line})
+			}
 		}
 		// The scripted package's own check, one step at a time so that
 		// its field path can be moved to this step.
@@ -51,11 +57,21 @@ func (d *decoder) script(n *yaml.Node, path string) (scripted.Script, error) {
 				moved.Field = sp + strings.TrimPrefix(be.Field, "script.steps[0]")
 				err = &moved
 			}
-			return s, d.bound(item, sp, err)
+			return s, nil, d.bound(item, sp, err)
 		}
 		s.Steps[i] = st
 	}
-	return s, nil
+	return s, sites, nil
+}
+
+// stepCalls returns the calls list of a decoded step's node.
+func stepCalls(step *yaml.Node) (*yaml.Node, bool) {
+	for i := 0; i+1 < len(step.Content); i += 2 {
+		if step.Content[i].Value == "calls" && step.Content[i+1].Kind == yaml.SequenceNode {
+			return step.Content[i+1], true
+		}
+	}
+	return nil, false
 }
 
 func (d *decoder) step(n *yaml.Node, path string) (scripted.Step, error) {

@@ -93,8 +93,19 @@ type Worker struct {
 	// script of its role (writer or reviewer).
 	Script  scripted.Script
 	Builtin bool
+	// Calls are where each call of an inline Script is written, in the
+	// script's order, for errors found after decoding (a tool the plan
+	// lacks, arguments its schema refuses).
+	Calls []CallSite
 	// OpenAI holds an openai worker's connection options.
 	OpenAI OpenAIOptions
+}
+
+// CallSite is where one scripted call is written.
+type CallSite struct {
+	Step, Call int    // indexes into Script.Steps and that step's Calls
+	Field      string // "workers[0].script[1].calls[0]"
+	Line       int    // its line in the spec file
 }
 
 // OpenAIOptions are the per-worker options of the openai provider. A zero

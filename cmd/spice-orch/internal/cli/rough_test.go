@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+const validSpec = "pattern: relay\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n"
+
+// The rough edges of issue 16, item 5, one by one.
+func TestUsageMistakesAreNamedAndExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	valid := writeFile(t, dir, "ok.yaml", validSpec)
+	badJSON := writeFile(t, dir, "bad.json", "{\"pattern\": \"relay\",\n \"workers\": [x]}\n")
+	huge := writeFile(t, dir, "huge.yaml", validSpec+"limits: {max_rounds: 99999999999999999999}\n")
+	args := writeFile(t, dir, "args.yaml", "pattern: relay\nworkers:\n  - role: writer\n    provider: scripted\n    script:\n"+
+		"      - text: hi\n      - calls: [{name: fs.write, arguments: {path: a.txt}}]\n  - role: reviewer\n    provider: scripted\n")
+	types := writeFile(t, dir, "types.yaml", "pattern: relay\nworkers:\n  - role: writer\n    provider: scripted\n    script:\n"+
+		"      - calls:\n          - name: fs.read\n            arguments: {path: 7}\n  - role: reviewer\n    provider: scripted\n")
+	unknown := writeFile(t, dir, "unknown.yaml", "pattern: relay\nworkers:\n  - role: writer\n    provider: scripted\n    script:\n"+
+		"      - calls:\n          - name: fs.read\n            arguments: {path: a, mode: 1}\n  - role: reviewer\n    provider: scripted\n")
+
+	for name, c := range map[string]struct {
+		args   []string
+		stdout string
+		stderr []string
+	}{
+		"validate takes several files": {[]string{"validate", valid, badJSON, valid}, valid + ": valid",
+			[]string{badJSON + ":2: JSON syntax: invalid character looking for beginning of value", "1 of 3 specs are invalid"}},
+		"a number too large": {[]string{"validate", huge}, "",
+			[]string{huge + ":7: limits.max_rounds: too large for an integer: must be between 1 and 1000"}},
+		"script arguments are checked": {[]string{"validate", args}, "",
+			[]string{args + ":7: workers[0].script[1].calls[0].arguments: fs.write needs the argument content"}},
+		"argument types are checked": {[]string{"validate", types}, "",
+			[]string{types + ":7: workers[0].script[0].calls[0].arguments: the argument path of fs.read must be a string"}},
+		"unknown arguments are named": {[]string{"validate", unknown}, "",
+			[]string{unknown + ":7: workers[0].script[0].calls[0].arguments: fs.read has no such argument: the unknown argument mode (it takes path)"}},
+		"an unknown subcommand":   {[]string{"runs", "diff", "x", "y"}, "", []string{`unknown command "diff" for "spice-orch runs"`}},
+		"an empty --store (run)":  {[]string{"run", "--store", ""}, "", []string{"--store must not be empty"}},
+		"an empty --store (runs)": {[]string{"runs", "list", "--store", ""}, "", []string{"--store must not be empty"}},
+		"--workspace names a file": {[]string{"run", "--workspace", valid, "--no-store"}, "",
+			[]string{"--workspace " + valid + ": not a directory"}},
+		"--limit names its flag": {[]string{"runs", "list", "--limit", "-1", "--store", filepath.Join(dir, "none.db")}, "",
+			[]string{"--limit must be between 1 and 10000"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr, code := call(t, nil, c.args...)
+			require.Equal(t, ExitUsage, code, stderr)
+			require.Contains(t, stdout, c.stdout)
+			for _, want := range c.stderr {
+				require.Contains(t, stderr, want)
+			}
+		})
+	}
+}
+
+// A failed pair says which bound ended it, and its value.
+func TestFailureReasonsSayWhichBoundAndItsValue(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ spec, want string }{
+		"handoff_rejected": {validSpec + "handoff: {max_bytes: 64, over_bound: error}\n",
+			"pair ended: handoff_rejected (worker writer): the handoff policy refused the answer: handoff.content: too large ("},
+		"budget_exhausted": {validSpec + "limits: {budget: {tool_calls: 1}}\n",
+			"the models asked for more than the budget of 1 tool call (limits.budget.tool_calls)"},
+		"max_rounds": {"pattern: review\nworkers:\n  - role: writer\n    provider: scripted\n    script: [{text: A draft.}]\n" +
+			"  - role: critic\n    provider: scripted\n    script: [{text: Not yet.}]\nlimits: {max_rounds: 1}\n",
+			"no approval within 1 round (limits.max_rounds)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeFile(t, dir, name+".yaml", c.spec)
+			_, stderr, code := call(t, nil, "run", path, "--no-store", "--json")
+			require.Equal(t, ExitFailed, code, stderr)
+			require.Contains(t, stderr, c.want)
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package render_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// hostile clears the screen, sets the window title, writes the clipboard
+// (OSC 52), rewrites the line, reverses the text, and sends a lone C1 CSI
+// byte and a C1 control.
+const hostile = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07\roverwritten\u202eesrever\xff\x9b\u009b31m\x7f"
+
+// requireInert fails if out holds anything a terminal would obey: a
+// control character other than newline, DEL, a C1 control, a bidi mark,
+// or bytes that are not UTF-8.
+func requireInert(t *testing.T, out string) {
+	t.Helper()
+	require.True(t, utf8.ValidString(out), "output is UTF-8")
+	for i, r := range out {
+		bad := r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
+			r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+		require.False(t, bad, "control character %U at byte %d of %q", r, i, out)
+	}
+}
+
+func TestS2_TextAndFieldShowControlCharactersVisibly(t *testing.T) {
+	require.Equal(t, `\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07\roverwritten\u202eesrever\xff\x9b\x9b31m\x7f`, render.Field(hostile))
+	require.Equal(t, "a\nb\tc\\x1b", render.Text("a\nb\tc\x1b"), "Text keeps lines and tabs")
+	require.Equal(t, `a\nb\tc`, render.Field("a\nb\tc"), "Field keeps one line")
+	plain := "pair-1 héllo → 世界 \\x1b"
+	require.Equal(t, plain, render.Field(plain), "printable text, backslashes included, is unchanged")
+	require.Equal(t, render.Field(hostile), render.Field(render.Field(hostile)), "escaping twice changes nothing")
+}
+
+// Every text a timeline carries reaches the terminal inert, with and
+// without colors (issue 16, item 1): names, IDs, model text, tool
+// results and progress, problems, reasons.
+func TestS2_RenderShowsHostileTextVisiblyInEveryField(t *testing.T) {
+	// Timeline text is UTF-8 (the kernel refuses anything else), so the
+	// lone bytes are left out here.
+	h := strings.ToValidUTF8(hostile, "")
+	w, rv := "writer"+h, "reviewer"+h
+	ls := lines(t,
+		orchestrator.Started{PairID: "pair-1" + h, PlanID: "plan" + h, Pattern: "review_loop" + h, First: w, Second: rv},
+		relay(w, 1, event.RunStarted{RunID: "pair-1/writer/run-1", PlanID: "plan-1", PlanFingerprint: "ab", Definition: "writer", Model: "m-1"}),
+		relay(w, 2, event.TurnStarted{RunID: "pair-1/writer/run-1", TurnID: "t1", Index: 1}),
+		relay(w, 3, event.ToolStarted{TurnID: "t1", OperationID: "op-2", CallID: "c1", Name: "fs.write", Effect: "mutating"}),
+		relay(w, 4, event.ToolProgress{OperationID: "op-2", CallID: "c1", Message: "half" + h}),
+		relay(w, 5, event.ToolCompleted{OperationID: "op-2", CallID: "c1", Name: "fs.write", Content: "content" + h}),
+		relay(w, 6, event.ToolCompleted{OperationID: "op-3", CallID: "c2", Name: "fs.read",
+			Problem: problem.Must("not_found", "message"+h)}),
+		relay(w, 7, event.ModelTextDelta{OperationID: "op-4", Text: "line one" + h + "\nline two" + h}),
+		relay(w, 8, event.ModelFailed{OperationID: "op-4", Problem: problem.Must("provider_error", "server said"+h)}),
+		relay(w, 9, event.ToolFailed{OperationID: "op-9", CallID: "c9", Name: "fs.write", Outcome: "uncertain",
+			Problem: problem.Must("write_uncertain", "may have"+h)}),
+		relay(w, 10, event.RunFailed{RunID: "pair-1/writer/run-1", Problem: problem.Must("boom", "it broke"+h)}),
+		orchestrator.HandedOff{Round: 1, From: w, To: rv, FromRunID: "pair-1/writer/run-1", Bytes: 4},
+		orchestrator.Ended{PairID: "pair-1", Reason: orchestrator.ReasonWorkerFailed, Worker: w, RunID: "pair-1/writer/run-1",
+			Problem: problem.Must("boom", "it broke"+h)},
+	)
+	for _, color := range []bool{false, true} {
+		var out bytes.Buffer
+		rd := render.New(&out, render.Options{Color: color})
+		for _, l := range ls {
+			require.NoError(t, rd.Line(l))
+		}
+		s := out.String()
+		if color {
+			// The renderer's own colors are the only escapes it writes.
+			for _, c := range []string{"1", "2", "31", "32", "33", "34", "35", "36", "0"} {
+				s = strings.ReplaceAll(s, "\x1b["+c+"m", "")
+			}
+		}
+		requireInert(t, s)
+		require.Contains(t, s, `\x1b]52;c;aGk=\x07`, "shown, not obeyed")
+		require.Contains(t, s, `[writer\x1b[2J`)
+		for _, text := range []string{"half", "content", "message", "line one", "line two", "server said", "may have", "it broke"} {
+			require.Contains(t, s, text+`\x1b[2J`, text)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mount mounts source (of type fstype) over dir until the test ends,
+// skipping the test where it cannot (only root can).
+func mount(t *testing.T, source, dir, fstype, data string, flags uintptr) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	if err := syscall.Mount(source, dir, fstype, flags, data); err != nil {
+		t.Skipf("cannot mount %s on %s: %v", fstype, dir, err)
+	}
+	t.Cleanup(func() { require.NoError(t, syscall.Unmount(dir, syscall.MNT_DETACH)) })
+}
+
+// killedMidCall leaves a pair in db whose process was killed while its
+// first mutating call ran, and returns the pair ID.
+func killedMidCall(t *testing.T, e []string, db string) string {
+	t.Helper()
+	held := false
+	wait := started(t, append(e, "SPICE_ORCH_PAUSE_AFTER=tool.started"), func(cmd *exec.Cmd, line string) {
+		if strings.Contains(line, "holding the pair after event") && !held {
+			held = true
+			require.NoError(t, cmd.Process.Kill())
+		}
+	}, "run", "--json", "--store", db)
+	r := wait()
+	require.True(t, held, r.stderr)
+	return field[string](t, timelineHead(t, r.stdout).Payload, "pair_id")
+}
+
+// After the disk filled up, `runs list` and `runs show` still read the
+// store, and show the killed pair interrupted and its call uncertain, with
+// and without --read-only (issue 16, item 4).
+func TestRunsReadAStoreOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mount(t, "tmpfs", dir, "tmpfs", "size=16m", 0)
+	db := filepath.Join(dir, "runs.db")
+	e := env(t)
+	pairID := killedMidCall(t, e, db)
+
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	require.NoError(t, err)
+	chunk := make([]byte, 1<<20)
+	for i := 0; ; i++ {
+		require.Less(t, i, 64, "the 16 MiB disk never filled")
+		if _, err := fill.Write(chunk); err != nil {
+			require.True(t, errors.Is(err, syscall.ENOSPC), err)
+			break
+		}
+	}
+	require.NoError(t, fill.Close())
+
+	for _, ro := range [][]string{nil, {"--read-only"}} {
+		list := spiceOrch(t, e, append([]string{"runs", "list", "--store", db}, ro...)...)
+		require.Equal(t, 0, list.code, list.stderr)
+		require.Regexp(t, `(?m)^`+pairID+`\s+interrupted\s`, list.stdout)
+		if ro == nil {
+			require.Contains(t, list.stderr, "reading the store read-only: it cannot be opened for writing")
+		}
+		show := spiceOrch(t, e, append([]string{"runs", "show", pairID, "--store", db}, ro...)...)
+		require.Equal(t, 0, show.code, show.stderr)
+		require.Contains(t, show.stdout, "status    interrupted")
+		require.Contains(t, show.stdout, "no outcome recorded")
+	}
+}
+
+// A store on a read-only location reads with --read-only, and without it
+// (issue 16, item 4).
+func TestRunsReadAStoreOnAReadOnlyLocation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	e := env(t)
+	r := spiceOrch(t, e, "run", "--json", "--store", db)
+	require.Equal(t, 0, r.code, r.stderr)
+	pairID := checkBuiltinPair(t, r.stdout)
+	mount(t, dir, dir, "", "", syscall.MS_BIND)
+	require.NoError(t, syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""))
+
+	for _, ro := range [][]string{nil, {"--read-only"}} {
+		list := spiceOrch(t, e, append([]string{"runs", "list", "--store", db}, ro...)...)
+		require.Equal(t, 0, list.code, list.stderr)
+		require.Regexp(t, `(?m)^`+pairID+`\s+completed\s+approved`, list.stdout)
+		replay := spiceOrch(t, e, append([]string{"runs", "replay", pairID, "--json", "--store", db}, ro...)...)
+		require.Equal(t, 0, replay.code, replay.stderr)
+		require.Equal(t, r.stdout, replay.stdout)
+	}
+}
