@@ -137,14 +137,18 @@ func CheckCancelled(p *Played, seq uint64) error {
 
 // CheckPanicked holds a pair whose provider or tool panicked to K25 and
 // O5: one terminal per lifecycle and for the pair, which ended
-// worker_failed; the panic's text is in no event; no tool call ran again.
-func CheckPanicked(p *Played, what string) error {
+// worker_failed; a panicking fs.write ended uncertain (uncertain calls)
+// and was never run again; the panic's text is in no event.
+func CheckPanicked(p *Played, what string, uncertain int) error {
 	s, err := CheckTimeline(p.Subscribed)
 	if err != nil {
 		return fail(PartPanic, "%s: %v", what, err)
 	}
 	if s.Reason != "worker_failed" || p.Result.Reason != orchestrator.ReasonWorkerFailed {
 		return fail(PartPanic, "%s: the pair ended %s (%s), want worker_failed", what, s.Terminal, s.Reason)
+	}
+	if len(s.Uncertain) != uncertain {
+		return fail(PartPanic, "%s: %d tool calls ended uncertain, want %d", what, len(s.Uncertain), uncertain)
 	}
 	for _, secret := range []string{"injected", WriterKey} {
 		if bytes.Contains(p.Subscribed, []byte(secret)) {

@@ -68,6 +68,9 @@ type Config struct {
 	// Runtime is the runtime-tool extension point (RuntimeToolPart); nil
 	// until plugins/ has landed.
 	Runtime *RuntimeToolPart
+	// Client is the alternate-client extension point (AlternateClient);
+	// nil until server/ has landed.
+	Client AlternateClient
 	// Wait bounds the whole play. Default one minute.
 	Wait time.Duration
 }
@@ -88,6 +91,21 @@ type RuntimeToolPart struct {
 	Close func() error
 }
 
+// AlternateClient is the extension point of the alternate-client part: a
+// client that reads the pair timeline the way a remote one does (the
+// serve SSE API, read by a plain HTTP client). Until server/ lands it is
+// nil and the ledger says "not yet proven".
+type AlternateClient interface {
+	// Name names the client in failures and the ledger ("serve SSE").
+	Name() string
+	// Attach is called once pair.started is in the timeline, on the
+	// goroutine that plays the pair; it must not block.
+	Attach(ctx context.Context, p *orchestrator.Pair) error
+	// Timeline is called after the pair has ended and returns every event
+	// the client received, each as its JSON line and "\n".
+	Timeline(ctx context.Context) ([]byte, error)
+}
+
 // Played is what one play of the pair left behind.
 type Played struct {
 	PairID string
@@ -99,6 +117,9 @@ type Played struct {
 	// event's canonical JSON and "\n". SubscribeErr ends it early.
 	Subscribed   []byte
 	SubscribeErr error
+	// ClientTimeline is the alternate client's copy, ClientErr its error.
+	ClientTimeline []byte
+	ClientErr      error
 	// Acked are the events the store acknowledged, per log.
 	Acked *Acked
 	// Requests are the model servers' requests, writer's then reviewer's.
@@ -254,6 +275,7 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 		return out, err
 	}
 	sub := &subscriber{done: make(chan struct{})}
+	var clientErr error
 	pair, err := orchestrator.Run(ctx, orchestrator.Config{
 		ID: cfg.PairID, Plans: plans, Clock: clock,
 		First: writer, Second: reviewer,
@@ -262,7 +284,12 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 			Required: append([]eventlog.Observer{out.Acked}, cfg.Timeline...),
 			Delivery: orchestrator.Live,
 		},
-		Started: func(p *orchestrator.Pair) { sub.start(ctx, p) },
+		Started: func(p *orchestrator.Pair) {
+			sub.start(ctx, p)
+			if cfg.Client != nil {
+				clientErr = cfg.Client.Attach(ctx, p)
+			}
+		},
 	})
 	out.RunErr = err
 	if pair != nil {
@@ -271,6 +298,12 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 	}
 	sub.wait()
 	out.Subscribed, out.SubscribeErr = sub.buf.Bytes(), sub.err
+	if cfg.Client != nil {
+		out.ClientErr = clientErr
+		if out.ClientErr == nil {
+			out.ClientTimeline, out.ClientErr = cfg.Client.Timeline(context.WithoutCancel(ctx))
+		}
+	}
 	out.Requests = [2][]string{writerSrv.Requests(), reviewerSrv.Requests()}
 	return out, nil
 }

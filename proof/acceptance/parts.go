@@ -64,8 +64,8 @@ var wantUsage = [][2]int{{212, 41}, {268, 27}, {122, 21}, {341, 58}, {430, 32}, 
 // CheckProvider: the OpenAI-compatible provider spoke real HTTP to both
 // model servers, one request per model operation, and assembled what the
 // transcripts sent: the usage of each last chunk, and the fs.write
-// arguments split across chunks (the file holds the second draft whole).
-// The writer's API key is in no recorded byte.
+// arguments split across chunks (CheckTool reads the file they wrote). The
+// writer's API key is in no recorded byte.
 func CheckProvider(p *Played) error {
 	want := [2]int{len(WriterTranscripts), len(ReviewerTranscripts)}
 	for i, reqs := range p.Requests {
@@ -94,21 +94,16 @@ func CheckProvider(p *Played) error {
 	if !slices.Equal(got, wantUsage) {
 		return fail(PartProvider, "model operations reported usage %v, want the transcripts' last chunks %v", got, wantUsage)
 	}
-	b, err := os.ReadFile(filepath.Join(p.Workspace, PoemPath))
-	if err != nil {
-		return wrap(PartProvider, err)
-	}
-	if string(b) != FinalPoem {
-		return fail(PartProvider, "%s holds %q, want the second draft %q from the split tool-call chunks", PoemPath, b, FinalPoem)
-	}
 	if bytes.Contains(p.Subscribed, []byte(WriterKey)) {
 		return fail(PartProvider, "the API key is in the timeline")
 	}
 	return nil
 }
 
-// CheckTool: the writer called the compiled fs.write once per round, and
-// every run of both workers and the pair itself used the one leased plan.
+// CheckTool: the writer called the compiled fs.write once per round with
+// the arguments the transcripts split across chunks (the file holds the
+// second draft whole), and every run of both workers and the pair itself
+// used the one leased plan.
 func CheckTool(p *Played) error {
 	s, err := CheckTimeline(p.Subscribed)
 	if err != nil {
@@ -137,6 +132,13 @@ func CheckTool(p *Played) error {
 	}
 	if completed != 2 {
 		return fail(PartTool, "%d fs.write calls completed with a result, want 2", completed)
+	}
+	b, err := os.ReadFile(filepath.Join(p.Workspace, PoemPath))
+	if err != nil {
+		return wrap(PartTool, err)
+	}
+	if string(b) != FinalPoem {
+		return fail(PartTool, "%s holds %q, want the second draft %q from the split tool-call chunks", PoemPath, b, FinalPoem)
 	}
 	return nil
 }
@@ -269,4 +271,62 @@ func CheckTwoWorker(p *Played) error {
 		return fail(PartTwoWorker, "%d handoffs, want 3", s.Handoffs)
 	}
 	return nil
+}
+
+// CheckPlay runs the checks of one good play in the order that names the
+// part that broke: the store first (without it nothing else is recorded),
+// then the clients, the provider, the compiled tool, the runtime tool when
+// present, and the pattern.
+func CheckPlay(ctx context.Context, p *Played, st *store.Store, runtime *RuntimeToolPart, client AlternateClient) error {
+	if err := CheckObserver(ctx, p, st); err != nil {
+		return err
+	}
+	if err := CheckReplay(ctx, p, st); err != nil {
+		return err
+	}
+	if client != nil {
+		if err := CheckClient(p, client); err != nil {
+			return err
+		}
+	}
+	if err := CheckProvider(p); err != nil {
+		return err
+	}
+	if err := CheckTool(p); err != nil {
+		return err
+	}
+	if runtime != nil {
+		if err := CheckRuntime(p, runtime); err != nil {
+			return err
+		}
+	}
+	return CheckTwoWorker(p)
+}
+
+// CheckClient: the alternate client received the in-process subscriber's
+// timeline byte for byte.
+func CheckClient(p *Played, client AlternateClient) error {
+	if p.ClientErr != nil {
+		return fail(PartClient, "%s: %v", client.Name(), p.ClientErr)
+	}
+	return CheckClients(PartClient, p.Subscribed, map[string][]byte{client.Name(): p.ClientTimeline})
+}
+
+// CheckRuntime: the reviewer called one of the runtime part's tools under
+// the pair's plan and it completed.
+func CheckRuntime(p *Played, rt *RuntimeToolPart) error {
+	lines, err := ParseLines(p.Subscribed)
+	if err != nil {
+		return wrap(PartRuntime, err)
+	}
+	names := make(map[string]bool)
+	for _, t := range rt.Tools {
+		names[t.Definition().Name()] = true
+	}
+	for _, l := range lines {
+		if l.Kind == "tool.completed" && l.Worker == "reviewer" && names[str(l.Inner, "name")] {
+			return nil
+		}
+	}
+	return fail(PartRuntime, "the reviewer completed no call of a runtime tool")
 }
