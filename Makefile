@@ -11,7 +11,7 @@ BENCH_COUNT  ?= 5
 # have them yet simply run none.
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz
+.PHONY: test fmt-check vet lint archtest race bench fuzz proof
 
 ## test: formatting, vet, the architecture tests, then every test with -race.
 test: fmt-check vet archtest race
@@ -44,3 +44,12 @@ bench:
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./.ci/fuzz
+
+## proof: the boundary proof of RFC 0001 under -race: TestBoundaryProof
+## writes proof/LEDGER.md from what it measured, then every test of proof/
+## (the suite again, now comparing the ledger it wrote, and the kits) runs.
+## make test runs the same suite and fails when the committed ledger is
+## stale for the tree.
+proof:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestBoundaryProof$$' ./proof/acceptance -args -ledger
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./proof/...

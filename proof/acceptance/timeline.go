@@ -32,11 +32,17 @@ func str(m map[string]json.RawMessage, k string) string {
 	return s
 }
 
-// maxLines bounds a timeline the proof parses.
-const maxLines = 1 << 16
+// maxLines and maxTimelineBytes bound a timeline the proof parses.
+const (
+	maxLines         = 1 << 16
+	maxTimelineBytes = 64 << 20
+)
 
 // ParseLines splits JSON lines into events.
 func ParseLines(b []byte) ([]Line, error) {
+	if len(b) > maxTimelineBytes {
+		return nil, fmt.Errorf("a timeline of more than %d bytes", maxTimelineBytes)
+	}
 	var out []Line
 	for raw := range bytes.Lines(b) {
 		if len(out) >= maxLines {
