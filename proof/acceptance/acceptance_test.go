@@ -111,7 +111,7 @@ func TestBoundaryProof(t *testing.T) {
 	}
 	p.part("real_provider", PartProvider, "", func(t *testing.T) string {
 		requirePart(t, CheckProvider(played))
-		return "providers/openai over HTTP to 2 loopback SSE servers, 6 requests: OpenAI and vLLM transcripts with fs.write arguments split across chunks, Ollama's; usage from each last chunk"
+		return fmt.Sprintf("providers/openai over HTTP to 2 loopback SSE servers, %d requests: OpenAI and vLLM transcripts with fs.write arguments split across chunks, Ollama's; usage (prompt/completion tokens) from each last chunk: %s", len(played.Usage), usageText(played.Usage))
 	})
 	p.part("compiled_tool", PartTool, "", func(t *testing.T) string {
 		requirePart(t, CheckTool(played))
@@ -155,7 +155,7 @@ func TestBoundaryProof(t *testing.T) {
 	})
 	panics := 0
 	p.part("panic_containment", PartPanic, "", func(t *testing.T) string {
-		for i := range int64(len(wantUsage)) {
+		for i := range int64(len(played.Usage)) {
 			pp := &PanicProvider{At: i + 1}
 			pl, err := Play(ctx, Config{Dir: t.TempDir(), Provider: pp.Wrap})
 			require.NoError(t, err)
@@ -175,7 +175,7 @@ func TestBoundaryProof(t *testing.T) {
 			requirePart(t, err)
 			panics++
 		}
-		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream) and after each of the 2 fs.write calls: pair.failed worker_failed once, the panicking write uncertain and never re-run, no panic text in any event", len(wantUsage))
+		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream) and after each of the 2 fs.write calls: pair.failed worker_failed once, the panicking write uncertain and never re-run, no panic text in any event", len(played.Usage))
 	})
 
 	p.part("no_kernel_change", PartKernel, "", func(t *testing.T) string {
@@ -244,3 +244,11 @@ func checkLedger(t *testing.T, ctx context.Context, root string, l Ledger) {
 }
 
 var _ = orchestrator.Terminal
+
+func usageText(us [][2]int) string {
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = fmt.Sprintf("%d/%d", u[0], u[1])
+	}
+	return strings.Join(parts, ", ")
+}

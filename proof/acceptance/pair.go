@@ -122,8 +122,13 @@ type Played struct {
 	ClientErr      error
 	// Acked are the events the store acknowledged, per log.
 	Acked *Acked
-	// Requests are the model servers' requests, writer's then reviewer's.
-	Requests [2][]string
+	// Requests are the model servers' requests, writer's then reviewer's;
+	// WantRequests how many transcripts each had to play.
+	Requests, WantRequests [2]int
+	Paths                  [2][]string
+	// Usage is what the last chunk of each transcript played reported,
+	// in the order the pair's requests arrived.
+	Usage [][2]int
 	// Workspace is the writer's workspace directory.
 	Workspace string
 	// Store is the store the pair recorded to when Config.Store was nil.
@@ -241,7 +246,8 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 			defer cfg.Runtime.Close()
 		}
 	}
-	writerSrv, reviewerSrv := NewModelServer(wt...), NewModelServer(rt...)
+	var order atomic.Int64
+	writerSrv, reviewerSrv := NewModelServer(&order, wt...), NewModelServer(&order, rt...)
 	defer writerSrv.Close()
 	defer reviewerSrv.Close()
 
@@ -304,7 +310,14 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 			out.ClientTimeline, out.ClientErr = cfg.Client.Timeline(context.WithoutCancel(ctx))
 		}
 	}
-	out.Requests = [2][]string{writerSrv.Requests(), reviewerSrv.Requests()}
+	out.Paths = [2][]string{writerSrv.Requests(), reviewerSrv.Requests()}
+	out.Requests = [2]int{len(out.Paths[0]), len(out.Paths[1])}
+	out.WantRequests = [2]int{len(wt), len(rt)}
+	served := append(writerSrv.Served(), reviewerSrv.Served()...)
+	slices.SortFunc(served, func(a, b Served) int { return int(a.Order - b.Order) })
+	for _, s := range served {
+		out.Usage = append(out.Usage, s.Usage)
+	}
 	return out, nil
 }
 

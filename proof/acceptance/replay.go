@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The recorded transcripts the model servers replay, one HTTP response per
@@ -25,6 +27,9 @@ type Transcript struct {
 	Status int
 	Header http.Header
 	Events []string // each "data: ...\n\n", as sent
+	// Usage is the prompt and completion tokens of the last chunk that
+	// reports usage, as the server sent them.
+	Usage [2]int
 }
 
 // maxTranscriptBytes bounds a transcript file.
@@ -63,6 +68,18 @@ func ParseTranscript(name string, raw []byte) (Transcript, error) {
 	if len(t.Events) == 0 {
 		return Transcript{}, fmt.Errorf("transcript %s: no events", name)
 	}
+	for _, ev := range t.Events {
+		var c struct {
+			Usage *struct {
+				Prompt     int `json:"prompt_tokens"`
+				Completion int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		data, ok := strings.CutPrefix(strings.TrimSpace(ev), "data: ")
+		if ok && json.Unmarshal([]byte(data), &c) == nil && c.Usage != nil {
+			t.Usage = [2]int{c.Usage.Prompt, c.Usage.Completion}
+		}
+	}
 	return t, nil
 }
 
@@ -71,20 +88,30 @@ func ParseTranscript(name string, raw []byte) (Transcript, error) {
 // and flush, so the client sees the chunks arrive apart. A request beyond
 // the transcripts gets a 500 with an OpenAI-shaped error body.
 type ModelServer struct {
-	srv  *httptest.Server
-	list []Transcript
+	srv   *httptest.Server
+	list  []Transcript
+	order *atomic.Int64 // shared by the servers of one pair
 
 	mu     sync.Mutex
 	served int
 	paths  []string
+	usage  []Served
+}
+
+// Served is one transcript a server played: its place among every request
+// of the pair's servers, and the usage its last chunk reported.
+type Served struct {
+	Order int64
+	Usage [2]int
 }
 
 // maxRequests bounds the requests a ModelServer records.
 const maxRequests = 64
 
-// NewModelServer starts a server replaying list in order.
-func NewModelServer(list ...Transcript) *ModelServer {
-	m := &ModelServer{list: list}
+// NewModelServer starts a server replaying list in order; order numbers
+// the requests of all servers that share it.
+func NewModelServer(order *atomic.Int64, list ...Transcript) *ModelServer {
+	m := &ModelServer{list: list, order: order}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 }
@@ -105,6 +132,9 @@ func (m *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := m.list[n]
+	m.mu.Lock()
+	m.usage = append(m.usage, Served{Order: m.order.Add(1), Usage: t.Usage})
+	m.mu.Unlock()
 	for k, vs := range t.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -134,6 +164,13 @@ func (m *ModelServer) Requests() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.paths...)
+}
+
+// Served returns the transcripts played so far.
+func (m *ModelServer) Served() []Served {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Served(nil), m.usage...)
 }
 
 // Close stops the server and closes its client's idle connections.
