@@ -11,7 +11,7 @@ BENCH_COUNT  ?= 5
 # have them yet simply run none.
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz
+.PHONY: test fmt-check vet lint archtest race bench fuzz proof
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
@@ -110,3 +110,12 @@ plugins-proto-go:
 	GOBIN=$$tmp GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2 && \
 	(cd plugins && PATH=$$tmp:$$PATH GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0 generate); \
 	rc=$$?; rm -rf $$tmp; exit $$rc
+
+## proof: the boundary proof of RFC 0001 under -race: TestBoundaryProof
+## writes proof/LEDGER.md from what it measured, then every test of proof/
+## (the suite again, now comparing the ledger it wrote, and the kits) runs.
+## make test runs the same suite and fails when the committed ledger is
+## stale for the tree.
+proof:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestBoundaryProof$$' ./proof/acceptance -args -ledger
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./proof/...

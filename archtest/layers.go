@@ -1,5 +1,7 @@
 package archtest
 
+import "github.com/spice-orch/spice-orch/proof/boundary"
+
 // Unit is one row of the layer table in DESIGN.md: a folder of the module
 // and what the packages in it may import.
 type Unit struct {
@@ -107,12 +109,7 @@ func TestLibraries() []string {
 // ForbiddenWords returns the words the kernel must not use (DESIGN.md, "The
 // kernel must never contain"). Plurals and derived forms are matched too;
 // see wordForms.
-func ForbiddenWords() []string {
-	return []string{
-		"parent", "child", "subagent", "swarm", "worker",
-		"orchestrator", "scheduler", "delegate", "handoff", "pair",
-	}
-}
+func ForbiddenWords() []string { return boundary.ForbiddenWords() }
 
 // Exception excuses the violations of one rule in one file about one
 // subject (an import path or a forbidden word). Every exception states why

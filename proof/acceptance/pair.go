@@ -1,0 +1,410 @@
+package acceptance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/engine"
+	"github.com/spice-orch/spice-orch/kernel/enginetest"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/providers/openai"
+	"github.com/spice-orch/spice-orch/store"
+	"github.com/spice-orch/spice-orch/tools"
+	"github.com/spice-orch/spice-orch/workers"
+)
+
+// The pair every part is proven on: a writer and a reviewer in a review
+// loop. The writer's model server plays OpenAI's transcripts in the first
+// round and vLLM's in the second (as a gateway in front of both would); the
+// reviewer's plays Ollama's, rejecting the first draft and approving the
+// second.
+var (
+	WriterTranscripts   = []string{"openai_fs_write.http", "openai_draft.http", "vllm_fs_write.http", "vllm_draft.http"}
+	ReviewerTranscripts = []string{"ollama_reject.http", "ollama_approve.http"}
+)
+
+// What the pair is asked, and what the transcripts make it write.
+const (
+	Task      = "Write a haiku about a harbor at dawn to poem.md."
+	PoemPath  = "poem.md"
+	FinalPoem = "# Harbor at Dawn\n\nHarbor lights flicker\nropes creak against the tide\ngulls argue at dawn\n"
+	// WriterKey is the writer's API key; it must appear in no recorded
+	// byte.
+	WriterKey = "sk-proof-SECRET-4b1f9c"
+)
+
+// Config is one play of the pair. Dir is required; the rest injects
+// faults or extensions.
+type Config struct {
+	// Dir is a fresh directory: the workspace and the store go inside.
+	Dir string
+	// PairID defaults to "pair-proof".
+	PairID string
+	// Store is the required observer of both workers and the timeline;
+	// nil opens a store at Dir/spice.db (closed by Played.Close).
+	Store eventlog.Observer
+	// Provider wraps each worker's provider (a panic injection).
+	Provider func(role string, p model.Provider) model.Provider
+	// Tool wraps each compiled tool (a panic injection).
+	Tool func(t tool.Tool) tool.Tool
+	// Timeline are further required observers of the timeline, after the
+	// store (a cancellation injection).
+	Timeline []eventlog.Observer
+	// Cancel, if set, receives the function that cancels the pair's
+	// context before the pair starts.
+	Cancel func(context.CancelFunc)
+	// Runtime is the runtime-tool extension point (RuntimeToolPart); nil
+	// until plugins/ has landed.
+	Runtime *RuntimeToolPart
+	// Client is the alternate-client extension point (AlternateClient);
+	// nil until server/ has landed.
+	Client AlternateClient
+	// Wait bounds the whole play. Default one minute.
+	Wait time.Duration
+}
+
+// RuntimeToolPart is the extension point of the runtime-tool part: the
+// tools a plugin generation serves, added to the pair's one plan beside
+// the compiled tools, and the transcript in which the reviewer calls one
+// of them before its first review. Until plugins/ lands it is nil and the
+// ledger says "not yet proven".
+type RuntimeToolPart struct {
+	// Tools are the plugin's tools, already behind its host.
+	Tools []tool.Tool
+	// ReviewerCall is the transcript (Ollama wire format) in which the
+	// reviewer calls a runtime tool; it is played before
+	// ReviewerTranscripts.
+	ReviewerCall Transcript
+	// Close stops the plugin process after the pair; nil if nothing to do.
+	Close func() error
+}
+
+// AlternateClient is the extension point of the alternate-client part: a
+// client that reads the pair timeline the way a remote one does (the
+// serve SSE API, read by a plain HTTP client). Until server/ lands it is
+// nil and the ledger says "not yet proven".
+type AlternateClient interface {
+	// Name names the client in failures and the ledger ("serve SSE").
+	Name() string
+	// Attach is called once pair.started is in the timeline, on the
+	// goroutine that plays the pair; it must not block.
+	Attach(ctx context.Context, p *orchestrator.Pair) error
+	// Timeline is called after the pair has ended and returns every event
+	// the client received, each as its JSON line and "\n".
+	Timeline(ctx context.Context) ([]byte, error)
+}
+
+// Played is what one play of the pair left behind.
+type Played struct {
+	PairID string
+	Plan   plan.Identity
+	Result orchestrator.Result
+	// Err is Wait's error; RunErr is orchestrator.Run's.
+	Err, RunErr error
+	// Subscribed is the in-process subscriber's copy of the timeline: each
+	// event's canonical JSON and "\n". SubscribeErr ends it early.
+	Subscribed   []byte
+	SubscribeErr error
+	// ClientTimeline is the alternate client's copy, ClientErr its error.
+	ClientTimeline []byte
+	ClientErr      error
+	// Acked are the events the store acknowledged, per log.
+	Acked *Acked
+	// Requests are the model servers' requests, writer's then reviewer's;
+	// WantRequests how many transcripts each had to play.
+	Requests, WantRequests [2]int
+	Paths                  [2][]string
+	// Usage is what the last chunk of each transcript played reported,
+	// in the order the pair's requests arrived.
+	Usage [][2]int
+	// Workspace is the writer's workspace directory.
+	Workspace string
+	// Store is the store the pair recorded to when Config.Store was nil.
+	Store *store.Store
+}
+
+// Close closes the store Play opened.
+func (p *Played) Close() error {
+	if p.Store == nil {
+		return nil
+	}
+	return p.Store.Close()
+}
+
+// Acked records what a required observer acknowledged: the canonical bytes
+// of every event for which it returned nil, per log, in the order told.
+type Acked struct {
+	inner eventlog.Observer
+
+	mu   sync.Mutex
+	logs []string
+	by   map[string][][]byte
+	n    int
+}
+
+// maxAcked bounds the events one Acked keeps.
+const maxAcked = 1 << 16
+
+// NewAcked wraps o.
+func NewAcked(o eventlog.Observer) *Acked { return &Acked{inner: o, by: make(map[string][][]byte)} }
+
+// ErrTooManyEvents is Acked's answer beyond maxAcked events.
+var ErrTooManyEvents = errors.New("acceptance: more events than the proof records")
+
+// Observe tells the inner observer and records e if it acknowledged it.
+func (a *Acked) Observe(ctx context.Context, e eventlog.Event) error {
+	if err := a.inner.Observe(ctx, e); err != nil {
+		return err
+	}
+	b := e.AppendJSON(nil)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n >= maxAcked {
+		return ErrTooManyEvents
+	}
+	a.n++
+	if _, ok := a.by[e.Log()]; !ok {
+		a.logs = append(a.logs, e.Log())
+	}
+	a.by[e.Log()] = append(a.by[e.Log()], b)
+	return nil
+}
+
+// Logs returns the logs seen, in the order first seen.
+func (a *Acked) Logs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.logs)
+}
+
+// Events returns the acknowledged events of log, each its canonical JSON.
+func (a *Acked) Events(log string) [][]byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.by[log])
+}
+
+// Count is the number of events acknowledged.
+func (a *Acked) Count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}
+
+func loadAll(names []string) ([]Transcript, error) {
+	out := make([]Transcript, 0, len(names))
+	for _, n := range names {
+		t, err := LoadTranscript(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Play builds the pair from the public packages (workers, orchestrator,
+// tools, store, providers/openai) and plays it to its end.
+func Play(ctx context.Context, cfg Config) (*Played, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("acceptance: Config.Dir is required")
+	}
+	if cfg.PairID == "" {
+		cfg.PairID = "pair-proof"
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Wait)
+	defer cancel()
+	if cfg.Cancel != nil {
+		cfg.Cancel(cancel)
+	}
+	wt, err := loadAll(WriterTranscripts)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := loadAll(ReviewerTranscripts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Runtime != nil {
+		rt = append([]Transcript{cfg.Runtime.ReviewerCall}, rt...)
+		if cfg.Runtime.Close != nil {
+			defer cfg.Runtime.Close()
+		}
+	}
+	var order atomic.Int64
+	writerSrv, reviewerSrv := NewModelServer(&order, wt...), NewModelServer(&order, rt...)
+	defer writerSrv.Close()
+	defer reviewerSrv.Close()
+
+	out := &Played{PairID: cfg.PairID, Workspace: filepath.Join(cfg.Dir, "workspace")}
+	if err := mkdir(out.Workspace); err != nil {
+		return nil, err
+	}
+	obs := cfg.Store
+	if obs == nil {
+		st, err := store.Open(ctx, filepath.Join(cfg.Dir, "spice.db"))
+		if err != nil {
+			return nil, err
+		}
+		out.Store, obs = st, st
+	}
+	out.Acked = NewAcked(obs)
+
+	plans, err := buildPlan(out.Workspace, "plan-"+cfg.PairID, cfg)
+	if err != nil {
+		return out, err
+	}
+	clock := &enginetest.Clock{}
+	writer, err := worker(cfg, out.Acked, clock, "writer", "gpt-4o-mini",
+		"You write short poems to files with fs.write, then say what you wrote.", WriterKey, writerSrv)
+	if err != nil {
+		return out, err
+	}
+	reviewer, err := worker(cfg, out.Acked, clock, "reviewer", "llama3.1:8b",
+		"You review the poem. Answer APPROVED on a line of its own when it is good.", "", reviewerSrv)
+	if err != nil {
+		return out, err
+	}
+	sub := &subscriber{done: make(chan struct{})}
+	var clientErr error
+	pair, err := orchestrator.Run(ctx, orchestrator.Config{
+		ID: cfg.PairID, Plans: plans, Clock: clock,
+		First: writer, Second: reviewer,
+		Pattern: orchestrator.ReviewLoop, Task: Task, MaxRounds: 3,
+		Timeline: orchestrator.TimelineConfig{
+			Required: append([]eventlog.Observer{out.Acked}, cfg.Timeline...),
+			Delivery: orchestrator.Live,
+		},
+		Started: func(p *orchestrator.Pair) {
+			sub.start(ctx, p)
+			if cfg.Client != nil {
+				clientErr = cfg.Client.Attach(ctx, p)
+			}
+		},
+	})
+	out.RunErr = err
+	if pair != nil {
+		out.Plan = pair.Plan()
+		out.Result, out.Err = pair.Wait(context.WithoutCancel(ctx))
+	}
+	sub.wait()
+	out.Subscribed, out.SubscribeErr = sub.buf.Bytes(), sub.err
+	if cfg.Client != nil {
+		out.ClientErr = clientErr
+		if out.ClientErr == nil {
+			out.ClientTimeline, out.ClientErr = cfg.Client.Timeline(context.WithoutCancel(ctx))
+		}
+	}
+	out.Paths = [2][]string{writerSrv.Requests(), reviewerSrv.Requests()}
+	out.Requests = [2]int{len(out.Paths[0]), len(out.Paths[1])}
+	out.WantRequests = [2]int{len(wt), len(rt)}
+	served := append(writerSrv.Served(), reviewerSrv.Served()...)
+	slices.SortFunc(served, func(a, b Served) int { return int(a.Order - b.Order) })
+	for _, s := range served {
+		out.Usage = append(out.Usage, s.Usage)
+	}
+	return out, nil
+}
+
+// subscriber is the in-process client: it reads the timeline from the
+// first event while the pair plays, until the pair terminal.
+type subscriber struct {
+	started atomic.Bool
+	done    chan struct{}
+	buf     bytes.Buffer
+	err     error
+}
+
+func (s *subscriber) start(ctx context.Context, p *orchestrator.Pair) {
+	s.started.Store(true)
+	// Its own context: the proof reads the whole timeline even when the
+	// pair's context is cancelled.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	sub, err := p.Subscribe(sctx, 0)
+	if err != nil {
+		cancel()
+		s.err = err
+		close(s.done)
+		return
+	}
+	go func() {
+		defer close(s.done)
+		defer cancel()
+		defer sub.Close()
+		for e, err := range sub.All(sctx) {
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.buf.Write(e.AppendJSON(nil))
+			s.buf.WriteByte('\n')
+			if orchestrator.Terminal(e.Kind()) {
+				return
+			}
+		}
+	}()
+}
+
+func (s *subscriber) wait() {
+	if s.started.Load() {
+		<-s.done
+	}
+}
+
+func buildPlan(workspace, planID string, cfg Config) (*plan.Memory, error) {
+	ts, err := tools.New(tools.Config{Root: workspace})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Tool != nil {
+		for i := range ts {
+			ts[i] = cfg.Tool(ts[i])
+		}
+	}
+	if cfg.Runtime != nil {
+		ts = append(ts, cfg.Runtime.Tools...)
+	}
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
+	if err != nil {
+		return nil, err
+	}
+	pl, err := plan.New(plan.ID(planID), d)
+	if err != nil {
+		return nil, err
+	}
+	return plan.NewMemory(pl)
+}
+
+func worker(cfg Config, store eventlog.Observer, clock engine.Clock, role, modelName, system, key string, srv *ModelServer) (workers.Config, error) {
+	def, err := engine.NewDefinition(engine.DefinitionConfig{Name: role, Model: modelName, System: system, MaxTurns: 4})
+	if err != nil {
+		return workers.Config{}, err
+	}
+	var prov model.Provider
+	prov, err = openai.New(openai.Config{APIKey: key, BaseURL: srv.URL(), HTTPClient: srv.Client(), MaxAttempts: 1})
+	if err != nil {
+		return workers.Config{}, fmt.Errorf("acceptance: %s provider: %w", role, err)
+	}
+	if cfg.Provider != nil {
+		prov = cfg.Provider(role, prov)
+	}
+	return workers.Config{Role: role, Definition: def, Engine: engine.Config{
+		Provider: prov, IDs: &id.Counter{Prefix: cfg.PairID + "/" + role + "/"}, Clock: clock,
+		Required: []eventlog.Observer{store},
+	}}, nil
+}
