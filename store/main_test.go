@@ -11,5 +11,10 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		os.Exit(crashWriter(path))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if benchRoot != "" {
+			os.RemoveAll(benchRoot)
+		}
+		os.Exit(code)
+	}))
 }
