@@ -10,8 +10,11 @@ BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
+# Issue 23: the baselines each target is a ratio to, and README's scaling
+# curves (`make scaling-plot` draws them).
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz
+.PHONY: test fmt-check vet lint archtest race bench fuzz scaling-plot
 
 ## test: formatting, vet, the architecture tests, then every test with -race.
 test: fmt-check vet archtest race
@@ -44,3 +47,9 @@ bench:
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./.ci/fuzz
+
+## scaling-plot: README's scaling curves from one `make bench` run, as
+## scaling.png (internal/benchplot; medians relative to the smallest size).
+scaling-plot:
+	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns' | tee scaling.txt
+	$(GO) run ./internal/benchplot -o scaling.png < scaling.txt
