@@ -49,7 +49,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./.ci/fuzz
 
 ## scaling-plot: README's scaling curves from one `make bench` run, as
-## scaling.png (internal/benchplot; medians relative to the smallest size).
+## internal/benchplot/scaling.png (medians relative to the smallest size).
 scaling-plot:
 	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns' | tee scaling.txt
-	$(GO) run ./internal/benchplot -o scaling.png < scaling.txt
+	$(GO) run ./internal/benchplot -o internal/benchplot/scaling.png < scaling.txt
