@@ -100,7 +100,7 @@ func parse(in io.Reader) ([]*series, error) {
 			continue
 		}
 		n, err := strconv.ParseFloat(num, 64)
-		if err != nil {
+		if err != nil || n <= 0 || n > 1e9 {
 			continue
 		}
 		for i := 2; i+1 < len(f); i += 2 {
@@ -108,8 +108,8 @@ func parse(in io.Reader) ([]*series, error) {
 				continue
 			}
 			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil || v <= 0 {
-				continue
+			if err != nil || v <= 0 || v > 1e15 {
+				continue // also NaN and infinities
 			}
 			s := byName[name]
 			if s == nil {
