@@ -12,7 +12,7 @@ BENCH_COUNT  ?= 5
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
 # Issue 23: the baselines each target is a ratio to, and README's scaling
 # curves (`make scaling-plot` draws them).
-BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz scaling-plot
 
@@ -51,5 +51,5 @@ fuzz:
 ## scaling-plot: README's scaling curves from one `make bench` run, as
 ## internal/benchplot/scaling.png (medians relative to the smallest size).
 scaling-plot:
-	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns' | tee scaling.txt
+	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds' | tee scaling.txt
 	$(GO) run ./internal/benchplot -o internal/benchplot/scaling.png < scaling.txt

@@ -40,10 +40,11 @@ func main() {
 
 // metrics names the metric each benchmark family is plotted by.
 var metrics = map[string]string{
-	"BenchmarkScalingRunTurns": "ns/turn",
-	"BenchmarkStoreObserver":   "events/s",
-	"BenchmarkSchedulerPairs":  "pairs/s",
-	"BenchmarkOpenAIStream":    "ns/chunk",
+	"BenchmarkScalingRunTurns":   "ns/turn",
+	"BenchmarkScalingPairRounds": "ns/round",
+	"BenchmarkStoreObserver":     "events/s",
+	"BenchmarkSchedulerPairs":    "pairs/s",
+	"BenchmarkOpenAIStream":      "ns/chunk",
 }
 
 func run(in io.Reader, out string) error {
