@@ -10,8 +10,11 @@ BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
+# Issue 23: the baselines each target is a ratio to, and README's scaling
+# curves (`make scaling-plot` draws them).
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz proof
+.PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
@@ -119,3 +122,8 @@ plugins-proto-go:
 proof:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestBoundaryProof$$' ./proof/acceptance -args -ledger
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./proof/...
+## scaling-plot: README's scaling curves from one `make bench` run, as
+## internal/benchplot/scaling.png (medians relative to the smallest size).
+scaling-plot:
+	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds' | tee scaling.txt
+	$(GO) run ./internal/benchplot -o internal/benchplot/scaling.png < scaling.txt

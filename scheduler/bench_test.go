@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
@@ -17,9 +21,13 @@ import (
 // as a host that collects results as jobs end, and reports pairs per
 // second including the final drain. retain 0 is the default.
 func benchThroughput(b *testing.B, d orchestrator.Delivery, backlog, retain int) {
+	benchPairs(b, d, runtime.GOMAXPROCS(0), backlog, retain)
+}
+
+// benchPairs is benchThroughput with pairs slots (and model slots).
+func benchPairs(b *testing.B, d orchestrator.Delivery, pairs, backlog, retain int) {
 	cfg := relay(b, cycling("Hello there."), cycling("Looks good."))
 	cfg.Timeline.Delivery = d
-	pairs := runtime.GOMAXPROCS(0)
 	s, err := scheduler.New(scheduler.Config{Pairs: pairs, ModelOps: pairs, Queue: backlog, Retain: retain})
 	if err != nil {
 		b.Fatal(err)
@@ -27,6 +35,7 @@ func benchThroughput(b *testing.B, d orchestrator.Delivery, backlog, retain int)
 	ctx := context.Background()
 	ring := make([]string, backlog)
 	n := 0
+	cpu0 := cpuTime()
 	b.ReportAllocs()
 	for b.Loop() {
 		if n >= backlog {
@@ -51,12 +60,33 @@ func benchThroughput(b *testing.B, d orchestrator.Delivery, backlog, retain int)
 		b.Fatalf("%d of %d jobs completed (%d failed)", st.Completed, n, st.Failed)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/pair")
+}
+
+// cpuTime is the process's user and system CPU time so far. On a machine
+// shared with other work, CPU per pair compares builds better than time.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // BenchmarkSchedulerThroughput is the performance table's scheduler row:
 // a backlog of 64 jobs, 64 finished jobs kept, the pair timeline filled as
 // each run ends (AfterRun), as in BenchmarkPairRelay.
 func BenchmarkSchedulerThroughput(b *testing.B) { benchThroughput(b, orchestrator.AfterRun, 64, 64) }
+
+// BenchmarkSchedulerPairs is BenchmarkSchedulerThroughput with pairs=N
+// slots, so N pairs play at once: the scaling curve of README's "Scaling"
+// section. On a machine with fewer cores than N, pairs/s should hold
+// steady rather than grow.
+func BenchmarkSchedulerPairs(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run("pairs="+strconv.Itoa(n), func(b *testing.B) { benchPairs(b, orchestrator.AfterRun, n, 64, 64) })
+	}
+}
 
 // BenchmarkSchedulerThroughputLive relays every run event into the pair
 // timeline as it is committed (Live delivery, the orchestrator default).
@@ -111,4 +141,41 @@ func liveHeap() int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// BenchmarkSchedulerTeamBaseline plays the pairs of
+// BenchmarkSchedulerThroughput without the scheduler: the same config on
+// one orchestrator.Team, GOMAXPROCS goroutines each playing pair after
+// pair (Team.Run), as the scheduler's GOMAXPROCS slots do. The scheduler's
+// cost is its ns/op over this one's, measured in the same run.
+func BenchmarkSchedulerTeamBaseline(b *testing.B) {
+	cfg := relay(b, cycling("Hello there."), cycling("Looks good."))
+	cfg.Timeline.Delivery = orchestrator.AfterRun
+	team, err := orchestrator.NewTeam(*cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var n atomic.Int64
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, err := team.Run(ctx, "pair-"+strconv.FormatInt(n.Add(1), 10), cfg.Task)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := p.Wait(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if err := team.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/pair")
 }

@@ -34,8 +34,11 @@
 // Jobs start strictly in submission order: a fixed pool of Config.Pairs
 // slots takes the queued job with the lowest submission number each time
 // one of them is free. Each slot plays its pairs, one at a time, on a
-// goroutine that lives as long as the slot (orchestrator.Run with a
-// Config.Started hook), so a pair never grows a fresh goroutine stack.
+// goroutine that lives as long as the slot, so a pair never grows a fresh
+// goroutine stack. Jobs that share a config (the same pointer) play on one
+// orchestrator.Team, which lends each pair the workers' engines a finished
+// pair gave back; a job whose config names its pair (Config.ID) plays on
+// its own (orchestrator.Run). A Config.Started hook hands each pair over.
 // There is no preemption and no time slicing: a long pair holds its slot
 // until it ends, so short jobs behind it go through the remaining Pairs-1
 // slots, and with Pairs = 1 they wait for it. Model

@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
-	"github.com/spice-orch/spice-orch/workers"
 )
 
 // run is a started job's runtime part. It is set before the record that
@@ -33,6 +32,7 @@ func (s *Scheduler) serve() {
 		close(rn.jobs)
 		<-rn.ended // closed when the runner has returned
 		if s.live.Add(-1) == 0 {
+			s.teams.close()
 			close(s.poolDone)
 		}
 	}()
@@ -137,28 +137,25 @@ func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
 // record, for step to store.
 func (s *Scheduler) execute(r *record) *record {
 	rn := r.run
-	cfg := *r.cfg
-	if cfg.ID == "" {
-		cfg.ID = r.id
-	}
-	if s.slots != nil {
-		for _, w := range [2]*workers.Config{&cfg.First, &cfg.Second} {
-			if w.Engine.Provider != nil {
-				w.Engine.Provider = &gate{inner: w.Engine.Provider, slots: s.slots}
-			}
-		}
-	}
 	// The pair plays on this goroutine, whose stack has already grown to
 	// what a pair needs; Started hands it to Subscribe meanwhile.
-	host := cfg.Started
-	cfg.Started = func(p *orchestrator.Pair) {
-		rn.pair = p
-		close(rn.ready)
-		if host != nil {
-			host(p)
+	var pair *orchestrator.Pair
+	var err error
+	if r.cfg.ID == "" {
+		pair, err = playPair(rn.ctx, s.teams, r.cfg, r.id, rn)
+	} else {
+		cfg := *r.cfg
+		s.gateProviders(&cfg)
+		host := cfg.Started
+		cfg.Started = func(p *orchestrator.Pair) {
+			rn.pair = p
+			close(rn.ready)
+			if host != nil {
+				host(p)
+			}
 		}
+		pair, err = runPair(rn.ctx, cfg)
 	}
-	pair, err := runPair(rn.ctx, cfg)
 	if rn.pair == nil {
 		// Refused before its lease (Subscribe: ErrNoTimeline), or ended
 		// because appending pair.started failed (Subscribe gets the
@@ -219,4 +216,14 @@ func runPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair
 		}
 	}()
 	return orchestrator.Run(ctx, cfg)
+}
+
+// playPair is runPair on the config's Team.
+func playPair(ctx context.Context, t *teams, cfg *orchestrator.Config, pairID string, rn *run) (p *orchestrator.Pair, err error) {
+	defer func() {
+		if recover() != nil {
+			p, err = nil, errPanic
+		}
+	}()
+	return t.play(ctx, cfg, pairID, rn)
 }

@@ -79,6 +79,7 @@ type Scheduler struct {
 	cancelBase context.CancelFunc
 	live       atomic.Int32  // pool goroutines still running
 	poolDone   chan struct{} // closed by the last one
+	teams      *teams        // the Teams jobs play on
 }
 
 type counters struct {
@@ -108,6 +109,7 @@ func New(cfg Config) (*Scheduler, error) {
 		quit:     make(chan struct{}),
 		poolDone: make(chan struct{}),
 	}
+	s.teams = newTeams(s)
 	if cfg.ModelOps > 0 {
 		s.slots = newSlots(cfg.ModelOps, cfg.ModelWait)
 	}

@@ -14,5 +14,10 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(ownerEnv); path != "" {
 		os.Exit(ownerWriter(path))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if benchRoot != "" {
+			os.RemoveAll(benchRoot)
+		}
+		os.Exit(code)
+	}))
 }

@@ -169,7 +169,11 @@ func dsn(cfg Config) string {
 	if cfg.ReadOnly {
 		q.Add("mode", "ro")
 	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
+		// page_size takes effect only on a new, empty file, and only
+		// before it enters WAL mode: the driver runs the _journal_mode key
+		// after every _pragma.
+		q.Add("_pragma", "page_size("+strconv.Itoa(pageSize)+")")
+		q.Add("_journal_mode", "WAL")
 		q.Add("_pragma", "synchronous(FULL)")
 	}
 	// A URI path escapes only what would end or change it.

@@ -142,10 +142,14 @@ type writer struct {
 	logs   logCache      // used by the goroutine only
 	batch  []*request
 	errs   []error
+	ckpt   checkpointer // used by the goroutine only
 }
 
 func (w *writer) start(ctx context.Context) error {
 	if err := w.st.prepare(ctx, w.conn); err != nil {
+		return err
+	}
+	if err := w.ckpt.init(ctx, w.conn); err != nil {
 		return err
 	}
 	w.queue = make(chan *request, queueSize)
@@ -219,13 +223,20 @@ func (w *writer) commit(batch []*request) {
 	}
 	w.errs = errs
 	err := w.write(batch, errs)
+	frames := 0
 	for i, r := range batch {
+		frames += w.ckpt.frames(len(r.body))
 		if err != nil {
 			r.done <- err
 		} else {
 			r.done <- errs[i]
 		}
 		batch[i] = nil
+	}
+	if err == nil {
+		// Every caller of the batch is answered: a checkpoint delays the
+		// next batch, never an acknowledgement.
+		w.ckpt.after(w.conn, frames)
 	}
 }
 
@@ -296,3 +307,9 @@ func (w *writer) sameBytes(ctx context.Context, r *request) (bool, error) {
 func noTransaction(err error) bool {
 	return err != nil && bytes.Contains([]byte(err.Error()), []byte("no transaction is active"))
 }
+
+// pageSize is the page size of a new store. Concurrent logs append at as
+// many places of the events index as there are logs, so a commit writes
+// about one index page per event it holds: small pages keep the bytes each
+// commit writes and syncs small. An existing file keeps its page size.
+const pageSize = 1024

@@ -3,8 +3,6 @@ package openai
 import (
 	"strconv"
 
-	oai "github.com/openai/openai-go/v3"
-
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/model"
@@ -22,25 +20,25 @@ type partialCall struct {
 // fragment adds one tool-call fragment. Fragments are keyed by index; a
 // fragment that brings a different ID for an index already in use starts a
 // new call, for servers that number every call 0.
-func (s *stream) fragment(f *oai.ChatCompletionChunkChoiceDeltaToolCall) {
-	c := s.slot(f.Index, f.ID)
+func (s *stream) fragment(f *callFragment) {
+	c := s.slot(f.index, f.id)
 	if c == nil {
 		return
 	}
-	if f.ID != "" && c.id == "" {
-		c.id = f.ID
+	if len(f.id) > 0 && c.id == "" {
+		c.id = string(f.id)
 	}
 	// The name normally arrives once; some servers repeat it with every
 	// fragment, and a name split over fragments is joined.
-	if n := f.Function.Name; n != "" && n != c.name {
+	if n := f.name; len(n) > 0 && string(n) != c.name {
 		if err := bound.Bytes("stream.tool_calls.name", len(c.name)+len(n), bound.MaxNameBytes); err != nil {
 			s.fail(newProblem(CodeInvalidToolCall, boundMessage("a tool call is invalid", err)))
 			return
 		}
-		c.name += n
+		c.name += string(n)
 	}
-	a := f.Function.Arguments
-	if a == "" {
+	a := f.args
+	if len(a) == 0 {
 		return
 	}
 	if err := bound.Bytes("tool_call.arguments", len(c.args)+len(a), bound.MaxToolArgumentsBytes); err != nil {
@@ -57,13 +55,13 @@ func (s *stream) fragment(f *oai.ChatCompletionChunkChoiceDeltaToolCall) {
 
 // slot returns the call a fragment belongs to, starting a new one when
 // needed; nil when the stream has failed.
-func (s *stream) slot(index int64, callID string) *partialCall {
+func (s *stream) slot(index int64, callID []byte) *partialCall {
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		c := &s.calls[i]
 		if c.index != index {
 			continue
 		}
-		if callID == "" || c.id == "" || c.id == callID {
+		if len(callID) == 0 || c.id == "" || c.id == string(callID) {
 			return c
 		}
 		break // same index, another ID: a new call

@@ -207,11 +207,21 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, ns names, req model.Request) (*stream, *model.ProviderError) {
 	actx, cancel := context.WithTimeout(ctx, p.s.timeout)
 	x := new(exchange)
-	sdk := p.chat.NewStreaming(actx, params, option.WithMiddleware(p.middleware(x)))
-	if err := sdk.Err(); err != nil {
-		_ = sdk.Close()
+	// The library sends the request (auth, options, errors) and hands back
+	// the response unread; source decodes only what the stream needs.
+	var res *http.Response
+	_, err := p.chat.New(actx, params, option.WithMiddleware(p.middleware(x)),
+		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
+	if err != nil {
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
 		cancel()
 		return nil, p.classify(ctx, actx, x, err)
+	}
+	sdk := &source{}
+	if res != nil && res.Body != nil {
+		sdk.dec = ssestream.NewDecoder(res)
 	}
 	if !sdk.Next() {
 		err := sdk.Err()
@@ -226,8 +236,7 @@ func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewPara
 		p: p, ctx: ctx, actx: actx, cancel: cancel, sdk: sdk,
 		names: ns, op: string(req.Operation()),
 	}
-	c := sdk.Current()
-	s.chunk(&c)
+	s.chunk(sdk.Current())
 	return s, nil
 }
 

@@ -2,14 +2,13 @@ package openai
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"unicode/utf8"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -25,7 +24,7 @@ type stream struct {
 	ctx    context.Context // the caller's: its end is cancellation
 	actx   context.Context // the attempt's: its deadline is a timeout
 	cancel context.CancelFunc
-	sdk    *ssestream.Stream[oai.ChatCompletionChunk]
+	sdk    *source
 	names  names
 	op     string
 
@@ -106,8 +105,7 @@ func (s *stream) shutdown() {
 // advance reads one chunk, or ends the stream.
 func (s *stream) advance() {
 	if s.sdk.Next() {
-		c := s.sdk.Current()
-		s.chunk(&c)
+		s.chunk(s.sdk.Current())
 		return
 	}
 	err := s.sdk.Err()
@@ -139,63 +137,57 @@ func (s *stream) streamProblem(err error) problem.Problem {
 	return newProblem(CodeMalformedChunk, "a stream chunk is not a valid chunk")
 }
 
-// malformed reports a field that is present but of the wrong type (the
-// client library decodes leniently and marks such fields).
-func malformed(f respjson.Field) bool {
-	raw := f.Raw()
-	return raw != "" && raw != respjson.Null && !f.Valid()
-}
-
 var problemBadChunk = problem.Must(CodeMalformedChunk, "a stream chunk has a field of the wrong type")
 
 // chunk accounts for one chunk. Only choice 0 is read: the request never
 // asks for more.
-func (s *stream) chunk(c *oai.ChatCompletionChunk) {
-	if malformed(c.JSON.Choices) || malformed(c.JSON.Usage) {
+func (s *stream) chunk(c *chunk) {
+	if c.bad {
 		s.fail(problemBadChunk)
 		return
 	}
-	if s.id == "" {
-		s.id = c.ID
+	if s.id == "" && len(c.id) > 0 {
+		s.id = string(c.id)
 	}
-	if s.model == "" {
-		s.model = c.Model
+	if s.model == "" && len(c.model) > 0 {
+		s.model = string(c.model)
 	}
-	if c.JSON.Usage.Valid() {
-		u, err := model.NewUsage(c.Usage.PromptTokens, c.Usage.CompletionTokens)
+	if c.usage {
+		u, err := model.NewUsage(c.prompt, c.output)
 		if err != nil {
 			s.fail(newProblem(CodeMalformedChunk, boundMessage("the usage is invalid", err)))
 			return
 		}
 		s.usage = u
 	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.Index != 0 {
+	for i := range c.choices {
+		ch := &c.choices[i]
+		if ch.index != 0 {
 			continue
 		}
-		d := &ch.Delta
-		if malformed(d.JSON.Content) || malformed(d.JSON.ToolCalls) || malformed(ch.JSON.FinishReason) {
+		if ch.bad {
 			s.fail(problemBadChunk)
 			return
 		}
-		if s.finish != "" && (d.Content != "" || d.Refusal != "" || len(d.ToolCalls) > 0) {
+		if s.finish != "" && (len(ch.content) > 0 || len(ch.refusal) > 0 || len(ch.calls) > 0) {
 			s.fail(newProblem(CodeMalformedChunk, "content arrived after the finish reason"))
 			return
 		}
-		s.text(d.Content)
-		if d.Refusal != "" {
-			s.refusal = true
-			s.text(d.Refusal)
+		if len(ch.content) > 0 {
+			s.text(string(ch.content))
 		}
-		for j := range d.ToolCalls {
+		if len(ch.refusal) > 0 {
+			s.refusal = true
+			s.text(string(ch.refusal))
+		}
+		for j := range ch.calls {
 			if s.done {
 				return
 			}
-			s.fragment(&d.ToolCalls[j])
+			s.fragment(&ch.calls[j])
 		}
-		if ch.FinishReason != "" && !s.done {
-			s.finish = ch.FinishReason
+		if len(ch.finish) > 0 && !s.done {
+			s.finish = string(ch.finish)
 			s.flushCalls()
 		}
 		if s.done {
@@ -308,4 +300,61 @@ func (s *stream) metadata() model.Metadata {
 		return model.Metadata{}
 	}
 	return md
+}
+
+// source reads a response's chunks: the client library's SSE decoder
+// frames the events (and bounds each line), chunkDecoder decodes them. It
+// ends at "[DONE]" or the body's end, and turns an event with an "error"
+// member into an *ssestream.StreamError, as the library's own stream does.
+type source struct {
+	dec  ssestream.Decoder // nil when the response had no body
+	cd   chunkDecoder
+	cur  *chunk
+	err  error
+	done bool
+}
+
+var doneData = []byte("[DONE]")
+
+// Next decodes the next chunk and reports whether there is one.
+func (s *source) Next() bool {
+	if s.err != nil || s.done || s.dec == nil {
+		return false
+	}
+	if !s.dec.Next() {
+		s.err = s.dec.Err()
+		return false
+	}
+	ev := s.dec.Event()
+	if bytes.HasPrefix(ev.Data, doneData) {
+		s.done = true
+		return false
+	}
+	c, err := s.cd.decode(ev.Data)
+	switch {
+	case err != nil:
+		s.err = err
+		return false
+	case c.errorKey:
+		// The message names no server bytes; readers parse Event.Data.
+		s.err = &ssestream.StreamError{Message: "openai: received an error event while streaming", Event: ev}
+		return false
+	}
+	s.cur = c
+	return true
+}
+
+// Current returns the chunk Next decoded; it is valid until Next is called
+// again.
+func (s *source) Current() *chunk { return s.cur }
+
+// Err returns what ended the stream early, nil at its normal end.
+func (s *source) Err() error { return s.err }
+
+// Close closes the response body.
+func (s *source) Close() error {
+	if s.dec == nil {
+		return nil
+	}
+	return s.dec.Close()
 }

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+)
+
+// Checkpoint policy. SQLite's automatic checkpoint runs inside the commit
+// that crosses its threshold, so the events of that commit wait for two
+// more syncs (the WAL's and the database's) before they are acknowledged.
+// The writer turns it off and checkpoints itself, between batches, after
+// the batch's callers are answered. Because nothing writes while it runs,
+// a checkpoint that no reader holds back copies the whole WAL, and the
+// next transaction starts the WAL again from its beginning: the file stays
+// at about checkpointFrames pages under any sustained load.
+const (
+	// checkpointFrames is how many WAL frames (pages) the writer lets
+	// accumulate before it checkpoints: SQLite's own default.
+	checkpointFrames = 1000
+	// restartFrames is the bound a passive checkpoint that readers held
+	// back may let the WAL grow to; past it the writer checkpoints with
+	// RESTART, which waits for those readers (busy_timeout bounds the
+	// wait) and then lets the next transaction reuse the file.
+	restartFrames = 8 * checkpointFrames
+	// walLimit is journal_size_limit: a WAL that one large batch grew
+	// beyond it is truncated back to it when it next restarts.
+	walLimit = 2 * checkpointFrames * (pageSize + walFrameHeader)
+
+	walFrameHeader = 24
+)
+
+// checkpointer decides when the writer checkpoints. It estimates the WAL's
+// growth from the bytes committed and learns the exact size from each
+// checkpoint's answer.
+type checkpointer struct {
+	pending int // frames estimated to be in the WAL since it last restarted
+	next    int // pending at which to checkpoint next
+}
+
+func (c *checkpointer) init(ctx context.Context, conn *sql.Conn) error {
+	for _, q := range []string{
+		"PRAGMA wal_autocheckpoint = 0",
+		"PRAGMA journal_size_limit = " + strconv.Itoa(walLimit),
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	c.next = checkpointFrames
+	return nil
+}
+
+// frames estimates the WAL frames one event of n encoded bytes adds: the
+// pages its row fills and the index page its key lands on.
+func (c *checkpointer) frames(n int) int { return n/pageSize + 2 }
+
+// after is told of a committed batch that added about frames frames, and
+// checkpoints when the WAL has grown past the policy's threshold. A failed
+// checkpoint loses nothing (the events are in the WAL, and SQLite
+// checkpoints a WAL it finds at the next open); it is tried again after
+// the next batch.
+func (c *checkpointer) after(conn *sql.Conn, frames int) {
+	c.pending += frames
+	if c.pending < c.next {
+		return
+	}
+	mode := "PASSIVE"
+	if c.pending >= restartFrames {
+		mode = "RESTART"
+	}
+	var busy, log, done int
+	err := conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
+	switch {
+	case err == nil && busy == 0 && done == log:
+		c.pending = 0 // the next transaction restarts the WAL
+		c.next = checkpointFrames
+	case err == nil && log >= 0:
+		// Readers held part of the WAL back: try again once it has grown
+		// by another threshold, so that a long read does not turn every
+		// batch into a checkpoint.
+		c.pending = log
+		c.next = log + checkpointFrames
+	default:
+		c.next = c.pending + checkpointFrames
+	}
+}
