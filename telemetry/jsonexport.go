@@ -21,7 +21,7 @@ const MaxJSONSpans = 1 << 16
 // JSONExporter writes spans as OTLP JSON (the protobuf JSON mapping of an
 // ExportTraceServiceRequest, as OTLP/HTTP with JSON bodies and the
 // collector's file exporter use): it holds the spans it is given, and
-// writes them as one line per flush, so a pair exported once is one JSON
+// writes them as one line at Shutdown (or Flush), so a pair exported once is one JSON
 // document that a collector's otlpjsonfile receiver, or a backend's
 // import, can read. Spans of the same trace are written in the order they
 // ended. It is a sdktrace.SpanExporter; use it with sdktrace.WithSyncer.
@@ -47,15 +47,16 @@ func (x *JSONExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 	return nil
 }
 
-// ForceFlush writes the held spans as one line.
-func (x *JSONExporter) ForceFlush(context.Context) error {
+// Flush writes the held spans as one line. (A tracer provider's
+// ForceFlush does not reach an exporter; its Shutdown does.)
+func (x *JSONExporter) Flush() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.writeLocked()
 }
 
 // Shutdown writes the held spans.
-func (x *JSONExporter) Shutdown(ctx context.Context) error { return x.ForceFlush(ctx) }
+func (x *JSONExporter) Shutdown(context.Context) error { return x.Flush() }
 
 func (x *JSONExporter) writeLocked() error {
 	if len(x.spans) == 0 || x.err != nil {
