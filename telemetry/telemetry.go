@@ -216,9 +216,7 @@ func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 		}
 		// A second pair.started under one name: the first pair is over.
 		t.removeLocked(pt)
-		pt.mu.Lock()
-		pt.abandon(t, st.at, reasonLost)
-		pt.mu.Unlock()
+		pt.abandonLocked(t, st.at, reasonLost)
 	}
 	if st.start == nil {
 		return nil
@@ -227,9 +225,7 @@ func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 		old := t.order.Front().Value.(*pairTrace)
 		t.removeLocked(old)
 		t.evicted.Add(1)
-		old.mu.Lock()
-		old.abandon(t, old.lastAt, reasonLost)
-		old.mu.Unlock()
+		old.abandonLocked(t, old.lastAt, reasonLost)
 	}
 	pt := &pairTrace{key: key, parent: t.takeParent(st.start.pairID)}
 	pt.el = t.order.PushBack(pt)
@@ -253,10 +249,7 @@ func (t *Telemetry) draw(key string, st step, live bool) {
 		t.lost.Add(1)
 		return
 	}
-	pt.mu.Lock()
-	ended := pt.apply(t, &st, live)
-	pt.mu.Unlock()
-	if ended {
+	if pt.applyLocked(t, &st, live) {
 		t.mu.Lock()
 		t.removeLocked(pt)
 		t.mu.Unlock()
@@ -273,9 +266,7 @@ func (t *Telemetry) finish(key string) {
 	}
 	t.mu.Unlock()
 	if ok {
-		pt.mu.Lock()
-		pt.abandon(t, pt.lastAt, reasonInterrupted)
-		pt.mu.Unlock()
+		pt.abandonLocked(t, pt.lastAt, reasonInterrupted)
 	}
 }
 

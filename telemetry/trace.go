@@ -83,6 +83,21 @@ type pairTrace struct {
 	link    *trace.Link       // a handoff waiting for the next run
 }
 
+// applyLocked is apply under the pair's lock, released even if a tracer
+// panics (Observe contains the panic).
+func (pt *pairTrace) applyLocked(t *Telemetry, st *step, live bool) bool {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.apply(t, st, live)
+}
+
+// abandonLocked is abandon under the pair's lock.
+func (pt *pairTrace) abandonLocked(t *Telemetry, at time.Time, errType string) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.abandon(t, at, errType)
+}
+
 // apply draws one step and reports whether the pair has ended.
 func (pt *pairTrace) apply(t *Telemetry, st *step, live bool) bool {
 	if pt.lastSeq != 0 && st.seq > pt.lastSeq+1 {
