@@ -27,7 +27,7 @@ const (
 	// Observer (orchestrator.TimelineConfig.Mailbox): room for a long
 	// pair's burst of events, so the observer draws all of it while it
 	// keeps up, and drops (and counts) only when it cannot.
-	Mailbox = 1024
+	Mailbox = 256
 )
 
 // Config configures Telemetry. New copies it.
