@@ -114,10 +114,10 @@ func TestD3_MetricsOfFailures(t *testing.T) {
 	}, m.points(t))
 }
 
-// TestO8_SchedulerGauges reads queue depth, running pairs and model
+// TestD3_SchedulerGaugesAreReadWhenCollected reads queue depth, running pairs and model
 // operations in flight when the metrics are collected, and stops after
 // unregistering.
-func TestO8_SchedulerGauges(t *testing.T) {
+func TestD3_SchedulerGaugesAreReadWhenCollected(t *testing.T) {
 	m := newMetrics(t)
 	tel, err := telemetry.New(telemetry.Config{MeterProvider: m.mp})
 	require.NoError(t, err)

@@ -77,10 +77,10 @@ func TestD3_AStuckBackendNeverBlocksThePair(t *testing.T) {
 	require.Zero(t, tel.Stats().Open)
 }
 
-// TestK17_LostEventsAreCountedAndDrawn feeds the observer a timeline with
+// TestD3_LostEventsAreCountedAndDrawn feeds the observer a timeline with
 // a gap, as a full mailbox leaves one: the gap is counted and marked on
 // the pair span, and everything else is still drawn.
-func TestK17_LostEventsAreCountedAndDrawn(t *testing.T) {
+func TestD3_LostEventsAreCountedAndDrawn(t *testing.T) {
 	p, _, err := play(t, context.Background(), builtinPair(t, nil))
 	require.NoError(t, err)
 	evs := events(t, p)
@@ -102,9 +102,9 @@ func TestK17_LostEventsAreCountedAndDrawn(t *testing.T) {
 	require.Equal(t, uint64(3), tel.Stats().Lost)
 }
 
-// TestK17_OpenPairsAreBounded opens more pairs than MaxPairs: the oldest
+// TestD3_OpenPairsAreBounded opens more pairs than MaxPairs: the oldest
 // is ended as lost, and the count of open pairs never exceeds the bound.
-func TestK17_OpenPairsAreBounded(t *testing.T) {
+func TestD3_OpenPairsAreBounded(t *testing.T) {
 	tr := newTracing(t)
 	tel := tr.telemetry(t, telemetry.Config{MaxPairs: 1})
 	var started []eventlog.Event
@@ -174,9 +174,9 @@ func TestD3_APairContinuesTheTraceOfItsRequest(t *testing.T) {
 	require.False(t, tel.ContinueRequest(httptest.NewRequest(http.MethodPost, "/v1/pairs", nil), pairID))
 }
 
-// TestS3_MetricsAreServedInPrometheusFormat scrapes the Prometheus handler
+// TestD3_MetricsAreServedInPrometheusFormat scrapes the Prometheus handler
 // over a real HTTP server after a pair.
-func TestS3_MetricsAreServedInPrometheusFormat(t *testing.T) {
+func TestD3_MetricsAreServedInPrometheusFormat(t *testing.T) {
 	prom, err := telemetry.NewPrometheus()
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(prom.Reader))

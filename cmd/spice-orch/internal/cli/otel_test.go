@@ -10,9 +10,9 @@ import (
 	"github.com/spice-orch/spice-orch/scheduler"
 )
 
-// TestO8_SchedulerStatsReadTheScheduler adapts a real scheduler for the
+// TestD3_SchedulerStatsReadARealScheduler adapts a real scheduler for the
 // telemetry gauges, as serve will.
-func TestO8_SchedulerStatsReadTheScheduler(t *testing.T) {
+func TestD3_SchedulerStatsReadARealScheduler(t *testing.T) {
 	s, err := scheduler.New(scheduler.Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close(context.Background())) }()
@@ -21,7 +21,7 @@ func TestO8_SchedulerStatsReadTheScheduler(t *testing.T) {
 	require.Zero(t, st.Running)
 }
 
-func TestProviderNamesFollowTheSpec(t *testing.T) {
+func TestD3_ProviderNamesFollowTheSpec(t *testing.T) {
 	require.Equal(t, map[string]string{"writer": "spice_orch.scripted", "reviewer": "spice_orch.scripted"},
 		providerNames(spec.Builtin()))
 	require.Equal(t, "openai", providerName(spec.OpenAI))
