@@ -156,6 +156,10 @@ func (t *Telemetry) Observe(_ context.Context, e eventlog.Event) (err error) {
 // its pair.started arrives. Call it before the pair starts. Without a
 // valid span context in ctx it does nothing. At most Config.MaxPairs pairs
 // wait; the oldest is forgotten first.
+//
+// It applies to the next pair.started of that pair ID, live or replayed:
+// a pair that continued a caller's trace replays into that trace when the
+// host calls Continue with the same parent before ReplayJSON.
 func (t *Telemetry) Continue(ctx context.Context, pairID string) {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() || pairID == "" {
