@@ -3,13 +3,11 @@ package telemetry_test
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -213,10 +211,6 @@ func attrs(s tracetest.SpanStub, keys ...string) []string {
 	}
 	return out
 }
-
-func kv(key string, v any) string { return fmt.Sprintf("%s=%v", key, v) }
-
-var _ = attribute.Key("")
 
 func telemetryConfig() telemetry.Config {
 	return telemetry.Config{Providers: map[string]string{"writer": "spice_orch.scripted", "reviewer": "spice_orch.scripted"}}
