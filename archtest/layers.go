@@ -35,11 +35,15 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 8, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
-			MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"proof", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "proof", Level: 7, ThirdParty: true,
 			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		// OpenTelemetry of runs and pairs: it reads pair timelines, so the
+		// layers below never import OpenTelemetry.
+		{Dir: "telemetry", Level: 6, ThirdParty: true,
 			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "kernel"}},
 		{Dir: "workers", Level: 4, MayImport: []string{"kernel"}},

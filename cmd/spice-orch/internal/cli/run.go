@@ -31,6 +31,7 @@ type runFlags struct {
 	workspace string
 	store     string
 	noStore   bool
+	otel      bool
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -97,6 +98,7 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 	fl.StringVar(&f.store, "store", "", "the store to record into (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
 	fl.BoolVar(&f.noStore, "no-store", false, "record nothing")
 	cmd.MarkFlagsMutuallyExclusive("store", "no-store")
+	fl.BoolVar(&f.otel, "otel", false, otelHelp)
 	return cmd
 }
 
@@ -181,6 +183,14 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		return failed(err)
 	}
 	defer built.Close()
+	if f.otel {
+		o, err := startOTel(ctx, env, true, providerNames(s))
+		if err != nil {
+			return err
+		}
+		defer o.shutdown(env.Stderr)
+		o.observe(&built.Config)
+	}
 
 	if !f.json {
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/scheduler"
+	"github.com/spice-orch/spice-orch/telemetry"
+)
+
+// otelShutdownTimeout bounds the flush of buffered spans and metrics when
+// a command ends: an unreachable collector costs at most this long.
+const otelShutdownTimeout = 10 * time.Second
+
+// otelHelp is the --otel flag's help, shared by the commands that have it.
+const otelHelp = "send a trace of the pair (and its metrics) to OpenTelemetry, configured by the OTEL_* environment (see 'spice-orch runs export-trace --help')"
+
+// providerNames gives each worker role of s its gen_ai.provider.name.
+func providerNames(s spec.Spec) map[string]string {
+	out := make(map[string]string, len(s.Workers))
+	for _, w := range s.Workers {
+		out[w.Role] = providerName(w.Provider)
+	}
+	return out
+}
+
+func providerName(p spec.Provider) string {
+	if p == spec.Scripted {
+		return "spice_orch.scripted"
+	}
+	return string(p) // "openai" is the semantic conventions' own name
+}
+
+// otelSession is telemetry for one command: the providers built from the
+// environment and the Telemetry drawing with them.
+type otelSession struct {
+	providers *telemetry.Providers
+	tel       *telemetry.Telemetry
+}
+
+// startOTel builds telemetry from the environment. Telemetry can never
+// fail a pair, but a setting it does not understand is a usage error,
+// said before anything runs.
+func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]string) (*otelSession, error) {
+	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{
+		Getenv: env.Getenv, ServiceVersion: version(), Console: env.Stderr, Metrics: metrics,
+	})
+	if err != nil {
+		if errors.Is(err, telemetry.ErrUnsupported) {
+			return nil, usageErr(err)
+		}
+		return nil, failed(fmt.Errorf("telemetry: %w", err))
+	}
+	cfg := ps.Config()
+	cfg.Providers = providers
+	tel, err := telemetry.New(cfg)
+	if err != nil {
+		_ = ps.Shutdown(ctx)
+		return nil, usageErr(err)
+	}
+	return &otelSession{providers: ps, tel: tel}, nil
+}
+
+// observe adds the session to a pair's timeline as a best-effort
+// observer: it never blocks or fails the pair.
+func (o *otelSession) observe(cfg *orchestrator.Config) {
+	cfg.Timeline.BestEffort = append(cfg.Timeline.BestEffort, o.tel)
+	cfg.Timeline.Mailbox = max(cfg.Timeline.Mailbox, telemetry.Mailbox)
+}
+
+// shutdown flushes what is buffered, within otelShutdownTimeout, and says
+// on stderr what could not be sent or drawn: telemetry never changes a
+// command's exit code.
+func (o *otelSession) shutdown(stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), otelShutdownTimeout)
+	defer cancel()
+	if err := o.providers.Shutdown(ctx); err != nil {
+		fmt.Fprintf(stderr, "spice-orch: telemetry: not all of it was sent: %s\n", oneLine(err.Error()))
+	}
+	if st := o.tel.Stats(); st.Lost+st.Failures > 0 {
+		fmt.Fprintf(stderr, "spice-orch: telemetry: %d timeline events could not be drawn\n", st.Lost+st.Failures)
+	}
+}
+
+// parseProviders reads --provider ROLE=NAME flags.
+func parseProviders(flags []string) (map[string]string, error) {
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		role, name, ok := strings.Cut(f, "=")
+		if !ok || role == "" || name == "" {
+			return nil, usageErr(errors.New("--provider takes ROLE=NAME, for example writer=openai"))
+		}
+		out[role] = name
+	}
+	return out, nil
+}
+
+// schedulerStats adapts a scheduler to the telemetry gauges, for a
+// command that runs one (serve): tel.ObserveScheduler(schedulerStats(s)).
+func schedulerStats(s *scheduler.Scheduler) func() telemetry.SchedulerStats {
+	return func() telemetry.SchedulerStats {
+		st := s.Stats()
+		return telemetry.SchedulerStats{Queued: st.Queued, Running: st.Running, ModelOps: st.ModelOps}
+	}
+}
