@@ -30,8 +30,11 @@ type Unit struct {
 func Layers() []Unit {
 	return []Unit{
 		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
-			MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"proof", "server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "proof", Level: 7, ThirdParty: true,
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		// The HTTP API, SSE streams and embedded web UI over a job backend.
+		{Dir: "server", Level: 7,
 			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,
