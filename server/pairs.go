@@ -53,9 +53,11 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	task := r.URL.Query().Get("task")
-	if err := bound.Text("task", task, bound.MaxMessageBytes); err != nil {
-		fail(w, http.StatusBadRequest, codeBadRequest, "task: "+err.Error())
-		return
+	if task != "" {
+		if err := bound.Text("task", task, bound.MaxMessageBytes); err != nil {
+			writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "task", Message: err.Error()})
+			return
+		}
 	}
 	s.mu.Lock()
 	closed := s.closed
