@@ -111,7 +111,9 @@ func TestServeListPagination(t *testing.T) {
 func TestServeBadInput(t *testing.T) {
 	h := newHarness(t, options{mutate: func(c *server.Config) { c.MaxBodyBytes = 1024 }})
 	code := func(r response) string {
-		var v struct{ Error struct{ Code, Message, Field string } }
+		var v struct {
+			Error struct{ Code, Message, Field string }
+		}
 		require.NoError(t, json.Unmarshal(r.body, &v), string(r.body))
 		require.NotEmpty(t, v.Error.Message)
 		return v.Error.Code

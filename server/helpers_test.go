@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -50,7 +51,8 @@ type harness struct {
 	data  string
 
 	mu    sync.Mutex
-	holds map[string]*hold // by pair ID
+	holds map[string]*hold         // by pair ID
+	ended map[string]chan struct{} // by pair ID: closed by the pair terminal
 }
 
 // hold is a required timeline observer after the feed: it blocks the pair
@@ -79,6 +81,19 @@ type options struct {
 	lag          int
 	mutate       func(*server.Config)
 	storePath    string
+	// smallBuffers gives every accepted connection a 4 KiB send buffer,
+	// so a client that stops reading stalls the server's writes soon.
+	smallBuffers bool
+}
+
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -91,7 +106,7 @@ func newHarness(t *testing.T, o options) *harness {
 	require.NoError(t, err)
 	sched, err := scheduler.New(scheduler.Config{Pairs: o.pairs, Queue: o.queue})
 	require.NoError(t, err)
-	h := &harness{t: t, st: st, sched: sched, data: dir + "/data", holds: make(map[string]*hold)}
+	h := &harness{t: t, st: st, sched: sched, data: dir + "/data", holds: make(map[string]*hold), ended: make(map[string]chan struct{})}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: h.build, DataDir: h.data, Token: o.token, StreamLag: o.lag,
 		Examples: []server.Example{{Name: "relay", ContentType: "application/json", Spec: `{"first":["a"],"second":["b"]}`}},
@@ -101,7 +116,11 @@ func newHarness(t *testing.T, o options) *harness {
 	}
 	h.srv, err = server.New(cfg)
 	require.NoError(t, err)
-	h.http = httptest.NewServer(h.srv.Handler())
+	h.http = httptest.NewUnstartedServer(h.srv.Handler())
+	if o.smallBuffers {
+		h.http.Listener = smallBufferListener{h.http.Listener}
+	}
+	h.http.Start()
 	t.Cleanup(h.close)
 	return h
 }
@@ -139,7 +158,16 @@ func (h *harness) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if err != nil {
 		return server.Built{}, err
 	}
-	timeline := []eventlog.Observer{h.st, req.Timeline}
+	ended := make(chan struct{})
+	h.mu.Lock()
+	h.ended[req.PairID] = ended
+	h.mu.Unlock()
+	timeline := []eventlog.Observer{h.st, req.Timeline, eventlog.ObserverFunc(func(_ context.Context, e eventlog.Event) error {
+		if orchestrator.Terminal(e.Kind()) {
+			close(ended)
+		}
+		return nil
+	})}
 	if sp.Hold > 0 {
 		hd := &hold{seq: sp.Hold, reached: make(chan struct{}), release: make(chan struct{})}
 		h.mu.Lock()
@@ -243,10 +271,19 @@ func (h *harness) submit(sp testSpec) string {
 	return v.ID
 }
 
-// wait waits for the pair to end: its JSON lines stream ends after the
-// terminal, and the pair's state leaves running.
+// wait waits, a minute at most, until the pair's terminal is durable and
+// returns its JSON lines as the server streams them.
 func (h *harness) wait(pairID string) []byte {
 	h.t.Helper()
+	h.mu.Lock()
+	ended := h.ended[pairID]
+	h.mu.Unlock()
+	require.NotNil(h.t, ended)
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		h.t.Fatal("the pair did not end within a minute")
+	}
 	r := h.do("GET", "/v1/pairs/"+pairID+"/events.jsonl", "", "")
 	require.Equal(h.t, http.StatusOK, r.status, string(r.body))
 	return r.body
@@ -313,6 +350,7 @@ func (h *harness) openSSE(ctx context.Context, pairID string, after uint64, last
 // jsonLines splits a JSON lines body into lines with their sequences.
 func jsonLines(t *testing.T, b []byte) (lines []string, seqs []uint64) {
 	t.Helper()
+	lines = []string{}
 	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 		if l == "" {
 			continue
@@ -329,7 +367,7 @@ func jsonLines(t *testing.T, b []byte) (lines []string, seqs []uint64) {
 // first and returns their data.
 func frames(t *testing.T, evs []sseEvent, first uint64) []string {
 	t.Helper()
-	var out []string
+	out := []string{}
 	for i, e := range evs {
 		require.Equal(t, "", e.event, "frame %d", i)
 		require.Equal(t, strconv.FormatUint(first+uint64(i), 10), e.id, "frame %d: gap or duplicate", i)
