@@ -164,6 +164,7 @@ class PairView {
       let d = {};
       try { d = JSON.parse(m.data); } catch (_) { /* keep {} */ }
       this.fetchState();
+      refreshPairs();
       document.body.dataset.streamEnded = String(d.last_seq || this.last);
     });
     es.addEventListener("out_of_range", (m) => {
