@@ -43,7 +43,7 @@ type testSpec struct {
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.Store
 	sched *scheduler.Scheduler
 	srv   *server.Server
@@ -96,7 +96,7 @@ func (l smallBufferListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-func newHarness(t *testing.T, o options) *harness {
+func newHarness(t testing.TB, o options) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	if o.storePath == "" {
@@ -275,6 +275,15 @@ func (h *harness) submit(sp testSpec) string {
 // returns its JSON lines as the server streams them.
 func (h *harness) wait(pairID string) []byte {
 	h.t.Helper()
+	h.waitEnded(pairID)
+	r := h.do("GET", "/v1/pairs/"+pairID+"/events.jsonl", "", "")
+	require.Equal(h.t, http.StatusOK, r.status, string(r.body))
+	return r.body
+}
+
+// waitEnded waits, a minute at most, until the pair's terminal is durable.
+func (h *harness) waitEnded(pairID string) {
+	h.t.Helper()
 	h.mu.Lock()
 	ended := h.ended[pairID]
 	h.mu.Unlock()
@@ -284,9 +293,6 @@ func (h *harness) wait(pairID string) []byte {
 	case <-time.After(time.Minute):
 		h.t.Fatal("the pair did not end within a minute")
 	}
-	r := h.do("GET", "/v1/pairs/"+pairID+"/events.jsonl", "", "")
-	require.Equal(h.t, http.StatusOK, r.status, string(r.body))
-	return r.body
 }
 
 // sseEvent is one parsed SSE frame.
