@@ -43,6 +43,8 @@ type serveFlags struct {
 type serveHooks struct {
 	timeline func(pairID string) []eventlog.Observer
 	ready    func(url string)
+	// store wraps the store as the pairs' required observer.
+	store func(eventlog.Observer) eventlog.Observer
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -132,7 +134,11 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if err != nil {
 		return usageErr(err)
 	}
-	b := &builder{st: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline}
+	var rec eventlog.Observer = st
+	if hooks.store != nil {
+		rec = hooks.store(st)
+	}
+	b := &builder{st: rec, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline}
 	srv, err := server.New(server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
 		Examples: examples(), Token: f.token, Hosts: f.hosts,

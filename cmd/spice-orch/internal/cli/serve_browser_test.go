@@ -51,6 +51,7 @@ func (g *browserGate) open() { g.once.Do(func() { close(g.release) }) }
 // pair takes the next gate of gates (none once they are used up).
 type testServer struct {
 	url   string
+	dir   string
 	mu    sync.Mutex
 	gates []*browserGate
 	done  chan error
@@ -59,12 +60,18 @@ type testServer struct {
 
 func startTestServer(t *testing.T, gates ...*browserGate) *testServer {
 	t.Helper()
+	return startTestServerHooks(t, nil, gates...)
+}
+
+func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
+	t.Helper()
 	dir := t.TempDir()
-	ts := &testServer{gates: gates, done: make(chan error, 1)}
+	ts := &testServer{gates: gates, done: make(chan error, 1), dir: dir}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.stop = cancel
 	ready := make(chan string, 1)
 	hooks := serveHooks{
+		store: wrap,
 		ready: func(url string) { ready <- url },
 		timeline: func(string) []eventlog.Observer {
 			ts.mu.Lock()

@@ -15,7 +15,6 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/server"
-	"github.com/spice-orch/spice-orch/store"
 )
 
 // builder turns a spec that arrived over HTTP into a pair. Such a spec is
@@ -23,7 +22,7 @@ import (
 // server gives the pair its workspace), nor spend this server's API key
 // unless the operator allowed it, nor point a worker at another server.
 type builder struct {
-	st          *store.Store
+	st          eventlog.Observer // the store
 	getenv      func(string) string
 	pace        time.Duration
 	allowOpenAI bool
