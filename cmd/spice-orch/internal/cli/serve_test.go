@@ -133,7 +133,9 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 	for name, c := range cases {
 		status, body := post(t, ts.url, "application/yaml", c.spec)
 		require.Equal(t, http.StatusBadRequest, status, name)
-		var e struct{ Error struct{ Code, Message, Field string } }
+		var e struct {
+			Error struct{ Code, Message, Field string }
+		}
 		require.NoError(t, json.Unmarshal([]byte(body), &e), body)
 		require.Equal(t, "bad_spec", e.Error.Code, name)
 		require.Equal(t, c.field, e.Error.Field, name)
