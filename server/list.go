@@ -88,7 +88,13 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 		seen[e.id] = true
 		all = append(all, v)
 	}
-	recorded, err := s.cfg.Store.ListPairs(r.Context(), store.ListOptions{Limit: store.MaxListLimit})
+	// Without a cursor the first page needs no more of the store than a
+	// page beyond what memory holds; a cursor may point anywhere.
+	n := store.MaxListLimit
+	if after == nil && state == "" {
+		n = min(n, limit+len(mem)+1)
+	}
+	recorded, err := s.cfg.Store.ListPairs(r.Context(), store.ListOptions{Limit: n})
 	if err != nil {
 		fail(w, http.StatusInternalServerError, codeInternal, "reading the store failed")
 		return

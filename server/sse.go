@@ -24,6 +24,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := &sse{newWriter(w, s.cfg.WriteTimeout)}
+	defer out.clearDeadline()
 	out.buf = append(out.buf, "retry: 1000\n\n"...)
 	if out.write(false) != nil {
 		return
@@ -81,6 +82,7 @@ func (s *Server) eventsJSONL(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
 	out := &jsonl{writer: newWriter(w, s.cfg.WriteTimeout)}
+	defer out.clearDeadline()
 	_ = s.stream(ctx, r.PathValue("id"), e, after, out)
 	if !out.started && out.oor == nil {
 		out.header()

@@ -245,3 +245,11 @@ func (wr *writer) write(more bool) error {
 	}
 	return wr.rc.Flush()
 }
+
+// clearDeadline lifts the write deadline, so that the next request on a
+// kept-alive connection is not cut by this stream's.
+func (wr *writer) clearDeadline() {
+	if !wr.deadline.IsZero() {
+		_ = wr.rc.SetWriteDeadline(time.Time{})
+	}
+}
