@@ -72,9 +72,17 @@ async function startPair(ev) {
   }
 }
 
+let autoOpened = false;
+
 async function refreshPairs() {
   const { status, data } = await api("GET", "/v1/pairs?limit=50");
   if (status !== 200 || !data) return;
+  // Opened without a pair in the address: show the newest live one.
+  if (!autoOpened && !view && !location.hash) {
+    autoOpened = true;
+    const live = data.pairs.find((p) => p.state === "running" || p.state === "queued");
+    if (live) location.hash = "#/pairs/" + encodeURIComponent(live.id);
+  }
   const ul = $("pairs");
   ul.textContent = "";
   for (const p of data.pairs) {
