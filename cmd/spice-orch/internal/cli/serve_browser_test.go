@@ -235,6 +235,7 @@ func TestS2_BrowserWatchesTheBuiltinPair(t *testing.T) {
 	require.False(t, gap)
 	require.Equal(t, 3, handoffs)
 	require.Contains(t, terminal, "pair.completed · reason approved")
+	require.NoError(t, waitJS(ctx, `document.querySelector('#pairs .pair-item.current .state')?.textContent === 'completed'`))
 	shot(t, ctx, "3-completed.png")
 	if os.Getenv("SPICE_ORCH_UPDATE_SCREENSHOT") != "" {
 		b, err := os.ReadFile(filepath.Join(outDir(t), "3-completed.png"))
@@ -255,6 +256,7 @@ func TestS2_BrowserWatchesTheBuiltinPair(t *testing.T) {
 	require.Contains(t, terminal, "pair.cancelled · reason cancelled")
 	seqs = seqsOf(t, ctx)
 	requireRun(t, seqs, len(seqs))
+	require.NoError(t, waitJS(ctx, `document.querySelector('#pairs .pair-item.current .state')?.textContent === 'cancelled'`))
 	shot(t, ctx, "4-cancelled.png")
 }
 
