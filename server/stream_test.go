@@ -141,7 +141,7 @@ func TestS1_SSEResumeAtEveryCursorOfALivePair(t *testing.T) {
 // pairs; every client of a pair gets the same gap-free stream, the one the
 // store recorded.
 func TestS3_ManyClientsOnManyPairsGetIdenticalStreams(t *testing.T) {
-	h := newHarness(t, options{pairs: 8, mutate: func(c *server.Config) { c.MaxStreams = 256 }})
+	h := newHarness(t, options{pairs: 50, mutate: func(c *server.Config) { c.MaxStreams = 256 }})
 	const pairs, perPair = 50, 4
 	ids := make([]string, pairs)
 	for i := range ids {
@@ -163,9 +163,11 @@ func TestS3_ManyClientsOnManyPairsGetIdenticalStreams(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, g := range got {
-		want, _ := jsonLines(t, replay(t, h.st, ids[i/perPair]))
-		require.Equal(t, want, g, "client %d", i)
+	for p, pairID := range ids {
+		want, _ := jsonLines(t, replay(t, h.st, pairID))
+		for c := range perPair {
+			require.Equal(t, want, got[p*perPair+c], "pair %d, client %d", p, c)
+		}
 	}
 }
 
