@@ -256,3 +256,30 @@ func TestServeCloseEndsStreams(t *testing.T) {
 	close(h.holdOf(pairID).release)
 	h.wait(pairID)
 }
+
+// The seams a telemetry host uses: a metrics handler behind the API's
+// authentication, and a hook that derives each submission's context from
+// its request (a traceparent header, say) and reaches the BuildFunc.
+func TestServeTelemetrySeams(t *testing.T) {
+	type key struct{}
+	var seen []string
+	h := newHarness(t, options{token: secret, mutate: func(c *server.Config) {
+		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("pairs_total 1\n")) })
+		c.SubmitContext = func(ctx context.Context, r *http.Request) context.Context {
+			return context.WithValue(ctx, key{}, r.Header.Get("traceparent"))
+		}
+		build := c.Build
+		c.Build = func(ctx context.Context, req server.BuildRequest) (server.Built, error) {
+			seen = append(seen, ctx.Value(key{}).(string))
+			return build(ctx, req)
+		}
+	}})
+	require.Equal(t, http.StatusUnauthorized, h.do("GET", "/metrics", "", "").status)
+	r := h.do("GET", "/metrics", "", "", "Authorization", "Bearer "+secret)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "pairs_total 1\n", string(r.body))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	r = h.do("POST", "/v1/pairs", "application/json", `{"first":["a"],"second":["b"]}`, "Authorization", "Bearer "+secret, "traceparent", tp)
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+	require.Equal(t, []string{tp}, seen)
+}
