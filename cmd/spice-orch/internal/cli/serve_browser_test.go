@@ -1,3 +1,5 @@
+//go:build unix
+
 package cli
 
 import (
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,8 +141,16 @@ func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
+	require.NoError(t, chromedp.Do(ctx)) // starts the browser
+	pid := chromedp.FromContext(ctx).Browser.Process().Pid
 	ctx, tcancel := context.WithTimeout(ctx, 3*time.Minute)
-	return ctx, func() { tcancel(); cancel(); acancel() }
+	return ctx, func() {
+		tcancel()
+		cancel()
+		acancel()
+		// The allocator waits for the browser; by now it is gone.
+		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "chromium (pid %d) outlived the test", pid)
+	}
 }
 
 func shot(t *testing.T, ctx context.Context, name string) {
