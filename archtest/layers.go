@@ -35,8 +35,11 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 8, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
-			MayImport: []string{"proof", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "proof", Level: 7, ThirdParty: true,
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		// The HTTP API, SSE streams and embedded web UI over a job backend.
+		{Dir: "server", Level: 7,
 			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/scheduler"
+	"github.com/spice-orch/spice-orch/server"
+)
+
+// EnvToken, when set, is the token `serve` requires when --token is not
+// given.
+const EnvToken = "SPICE_ORCH_TOKEN"
+
+type serveFlags struct {
+	addr        string
+	store       string
+	dataDir     string
+	token       string
+	hosts       []string
+	pairs       int
+	queue       int
+	modelOps    int
+	maxConns    int
+	pace        time.Duration
+	demo        bool
+	allowOpenAI bool
+}
+
+// serveHooks are what tests add to a server: observers of every pair
+// timeline after the feed, and a call once it listens.
+type serveHooks struct {
+	timeline func(pairID string) []eventlog.Observer
+	ready    func(url string)
+	// store wraps the store as the pairs' required observer.
+	store func(eventlog.Observer) eventlog.Observer
+}
+
+func newServeCmd(env Env) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and the live web timeline",
+		Long: `Serve an HTTP API under /v1 and a web UI at / that shows pairs live: one
+lane per worker, streamed text, tool calls, handoffs drawn between the
+lanes, and the raw JSON of every event. Pairs are started from the page
+or with POST /v1/pairs, run by a scheduler (--pairs at once, --queue
+waiting), and recorded in the same store as 'run'.
+
+Every stream a client reads is the pair timeline byte for byte, and holds
+only events the store has made durable; GET /v1/pairs/ID/events.jsonl is
+what 'run --json' prints. The API is described at /v1/openapi.json.
+
+Security: without --token (or $SPICE_ORCH_TOKEN) the server listens on
+loopback only and refuses any Host that is not a loopback name (DNS
+rebinding). With a token every API call needs 'Authorization: Bearer
+TOKEN' and the page asks for it. A spec sent over HTTP may not name a
+workspace: each pair gets its own under --data-dir. Workers with provider
+openai are refused unless --allow-openai, and never with a base_url.
+
+Built-in scripted pairs are paced (--pace) so they can be watched; --demo
+starts one at start-up.`,
+		Example: `  spice-orch serve
+  spice-orch serve --addr 127.0.0.1:8080 --pairs 8 --queue 256
+  SPICE_ORCH_TOKEN=$(openssl rand -hex 16) spice-orch serve --addr 0.0.0.0:7070 --host orch.example.com`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.token == "" {
+				f.token = env.Getenv(EnvToken)
+			}
+			return runServe(cmd.Context(), env, f, serveHooks{})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:7070", "address to listen on (loopback only without a token)")
+	fl.StringVar(&f.store, "store", "", "the store to record into (default as for 'run')")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory for the pairs' workspaces (default: serve/ beside the store)")
+	fl.StringVar(&f.token, "token", "", "require this bearer token (default $"+EnvToken+")")
+	fl.StringSliceVar(&f.hosts, "host", nil, "a further Host name to accept (repeatable)")
+	fl.IntVar(&f.pairs, "pairs", scheduler.DefaultPairs, "pairs that run at once")
+	fl.IntVar(&f.queue, "queue", 256, "pairs that may wait to start; more get 429")
+	fl.IntVar(&f.modelOps, "model-ops", 0, "model operations in flight across all pairs (0: no bound beyond --pairs)")
+	fl.IntVar(&f.maxConns, "max-conns", 1024, "open connections at most")
+	fl.DurationVar(&f.pace, "pace", 150*time.Millisecond, "pause after each timeline event of an all-scripted pair, so it can be watched (0: full speed)")
+	fl.BoolVar(&f.demo, "demo", true, "start the built-in pair once at start-up")
+	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
+	return cmd
+}
+
+func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) error {
+	if err := server.CheckListen(f.addr, f.token != ""); err != nil {
+		return usageErr(err)
+	}
+	if f.pace < 0 || f.pace > time.Minute {
+		return usageErr(errors.New("--pace must be between 0 and 1m"))
+	}
+	if f.maxConns < 1 {
+		return usageErr(errors.New("--max-conns must be at least 1"))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	stPath, err := storePath(f.store, env.Getenv)
+	if err != nil {
+		return usageErr(err)
+	}
+	dataDir := f.dataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(filepath.Dir(stPath), "serve")
+	}
+	if dataDir, err = filepath.Abs(dataDir); err != nil {
+		return failed(err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return failed(fmt.Errorf("data dir: %w", err))
+	}
+	st, err := openStore(ctx, stPath, true)
+	if err != nil {
+		return failed(err)
+	}
+	defer st.Close()
+	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps})
+	if err != nil {
+		return usageErr(err)
+	}
+	var rec eventlog.Observer = st
+	if hooks.store != nil {
+		rec = hooks.store(st)
+	}
+	b := &builder{st: rec, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline}
+	srv, err := server.New(server.Config{
+		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
+		Examples: examples(), Token: f.token, Hosts: f.hosts,
+	})
+	if err != nil {
+		_ = sched.Shutdown(context.Background())
+		return usageErr(err)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = sched.Shutdown(context.Background())
+		return failed(err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(server.LimitListener(ln, f.maxConns)) }()
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(env.Stdout, "spice-orch serve: %s (store %s, workspaces under %s)\n", url, stPath, filepath.Join(dataDir, "workspaces"))
+	if f.token == "" {
+		fmt.Fprintln(env.Stdout, "loopback only, no token: open the page in a browser on this machine")
+	}
+	if f.demo {
+		if err := startDemo(srv.Handler(), f.token); err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch serve: the demo pair did not start: %v\n", err)
+		}
+	}
+	if hooks.ready != nil {
+		hooks.ready(url)
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	// Streams end first (Close), so that Shutdown need not wait for them;
+	// then running pairs are cancelled and the store closes last.
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = srv.Close(sctx)
+	_ = hs.Shutdown(sctx)
+	if err := sched.Shutdown(sctx); err != nil {
+		return failed(fmt.Errorf("shutting down: %w", err))
+	}
+	if err := srv.Close(sctx); err != nil {
+		return failed(fmt.Errorf("shutting down: %w", err))
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return failed(serveErr)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/server"
+)
+
+// builder turns a spec that arrived over HTTP into a pair. Such a spec is
+// untrusted: it may not choose a place on this machine's file system (the
+// server gives the pair its workspace), nor spend this server's API key
+// unless the operator allowed it, nor point a worker at another server.
+type builder struct {
+	st          eventlog.Observer // the store
+	getenv      func(string) string
+	pace        time.Duration
+	allowOpenAI bool
+	extra       func(pairID string) []eventlog.Observer
+}
+
+func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
+	file := "request.yaml"
+	if req.ContentType == "application/json" {
+		file = "request.json"
+	}
+	s, err := spec.Decode(file, req.Body)
+	if err != nil {
+		var se *spec.Error
+		if errors.As(err, &se) {
+			return server.Built{}, &server.RequestError{Field: se.Field, Line: se.Line, Message: se.Error(), Err: err}
+		}
+		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
+	}
+	refuse := func(field, msg string) (server.Built, error) {
+		line := lineOf(req.Body, field)
+		where := file
+		if line > 0 {
+			where += ":" + strconv.Itoa(line)
+		}
+		return server.Built{}, &server.RequestError{Field: field, Line: line, Message: where + ": " + field + ": " + msg}
+	}
+	if s.Workspace != "" {
+		return refuse("workspace", "a spec sent over HTTP may not name a workspace; the server gives each pair its own")
+	}
+	scripted := true
+	for i, w := range s.Workers {
+		if w.Provider != spec.Scripted {
+			scripted = false
+		}
+		if w.Provider == spec.OpenAI && !b.allowOpenAI {
+			return refuse("workers["+strconv.Itoa(i)+"].provider", "this server does not allow provider openai (start it with --allow-openai)")
+		}
+		if w.OpenAI.BaseURL != "" {
+			return refuse("workers["+strconv.Itoa(i)+"].openai.base_url", "a spec sent over HTTP may not choose the server a worker connects to")
+		}
+	}
+	if err := compose.Check(s); err != nil {
+		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
+	}
+	// The feed comes right after the store, so it is told only what the
+	// store has made durable; pacing and test hooks come after it.
+	timeline := []eventlog.Observer{req.Timeline}
+	if scripted && b.pace > 0 {
+		timeline = append(timeline, pacer(b.pace))
+	}
+	if b.extra != nil {
+		timeline = append(timeline, b.extra(req.PairID)...)
+	}
+	p, err := compose.Build(compose.Options{
+		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
+		Store: b.st, Timeline: timeline, Getenv: b.getenv,
+	})
+	if err != nil {
+		var ce *compose.ConfigError
+		if errors.As(err, &ce) {
+			return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
+		}
+		return server.Built{}, err
+	}
+	return server.Built{Config: &p.Config, Close: p.Close}, nil
+}
+
+// lineOf finds the line of a top-level field in a YAML or JSON body, or 0.
+func lineOf(body []byte, field string) int {
+	key := field
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		key = key[:i]
+	}
+	for i, l := range bytes.Split(body, []byte("\n")) {
+		t := strings.TrimSpace(string(l))
+		if strings.HasPrefix(t, key+":") || strings.HasPrefix(t, `"`+key+`"`) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// pacer is a required timeline observer that holds an all-scripted pair
+// for d after each event, so that a person can watch it play. It gives up
+// early when the pair's context ends.
+type pacer time.Duration
+
+func (p pacer) Observe(ctx context.Context, e eventlog.Event) error {
+	t := time.NewTimer(time.Duration(p))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// builtinYAML is the built-in pair as a spec, the form's first example.
+func builtinYAML() string {
+	s := spec.Builtin()
+	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	var b strings.Builder
+	b.WriteString("# The built-in pair: a scripted writer and reviewer that call the real\n")
+	b.WriteString("# file tools, one rejected round and one approved. Offline, no API key.\n")
+	b.WriteString("version: 1\nname: " + s.Name + "\ntask: " + q(s.Task) + "\npattern: review\nworkers:\n")
+	for _, w := range s.Workers {
+		b.WriteString("  - role: " + w.Role + "\n    provider: scripted\n    model: " + w.Model + "\n")
+		b.WriteString("    max_turns: " + strconv.Itoa(w.MaxTurns) + "\n    system: " + q(w.System) + "\n")
+	}
+	b.WriteString("handoff:\n  done_marker: " + s.Handoff.DoneMarker + "\nlimits:\n  max_rounds: " + strconv.Itoa(s.Limits.MaxRounds) + "\n")
+	return b.String()
+}
+
+const relayYAML = `# A relay: the writer answers once, the reviewer once.
+version: 1
+name: relay-demo
+pattern: relay
+workers:
+  - role: writer
+    provider: scripted
+    script:
+      - text: "Here is a haiku. Autumn moon rises / over the quiet harbor / boats dream of the sea."
+        usage: {input: 40, output: 20}
+  - role: reviewer
+    provider: scripted
+    script:
+      - text: "A fine haiku: five, seven, five."
+        usage: {input: 60, output: 10}
+`
+
+func examples() []server.Example {
+	return []server.Example{
+		{Name: "builtin-review", Description: "the built-in writer/reviewer pair", ContentType: "application/yaml", Spec: builtinYAML()},
+		{Name: "relay-demo", Description: "a scripted relay, once each", ContentType: "application/yaml", Spec: relayYAML},
+	}
+}
+
+// startDemo submits the built-in pair through the server's own handler,
+// as a same-origin client would.
+func startDemo(h http.Handler, token string) error {
+	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/pairs", strings.NewReader(builtinYAML()))
+	req.Header.Set("Content-Type", "application/yaml")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		return errors.New("HTTP " + strconv.Itoa(rec.Code) + ": " + strings.TrimSpace(rec.Body.String()))
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/scheduler"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// Defaults and limits of Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	MaxBodyBytes        = 16 << 20
+	DefaultMaxStreams   = 512
+	MaxStreams          = 1 << 16
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultStreamLag    = 4096
+	MaxStreamLag        = 1 << 16
+	DefaultRetain       = 256
+	MaxRetain           = 1 << 16
+	DefaultWriteTimeout = 10 * time.Second
+	// feedMaxEvents and feedMaxBytes bound what a feed keeps of one pair
+	// in memory; a cursor older than what it keeps is served from the
+	// store.
+	feedMaxEvents = 1 << 16
+	feedMaxBytes  = 64 << 20
+)
+
+// BuildRequest is what the server hands the host's BuildFunc for one
+// submission.
+type BuildRequest struct {
+	// PairID is the new pair's ID, chosen by the server; use it as the
+	// orchestrator config's ID.
+	PairID string
+	// Workspace is an existing, empty directory under Config.DataDir for
+	// this pair alone: the only place its tools may touch.
+	Workspace string
+	// Body is the request body (the spec), at most Config.MaxBodyBytes,
+	// and ContentType its media type without parameters: one of
+	// "application/json", "application/yaml".
+	Body        []byte
+	ContentType string
+	// Task, when not "", replaces the spec's task (?task=).
+	Task string
+	// Timeline is the pair's feed. It must be a required observer of the
+	// pair timeline placed after the store, so that it is told only what
+	// the store has made durable.
+	Timeline eventlog.Observer
+}
+
+// Built is a pair config a BuildFunc made.
+type Built struct {
+	Config *orchestrator.Config
+	// Close, if set, is called once the pair has ended.
+	Close func()
+}
+
+// BuildFunc turns a submission into a pair config. A mistake in the
+// request (a bad spec, a refused field) must be a *RequestError so the
+// client gets a 400 naming it; any other error is a 500 whose message is
+// not shown. ctx is the request's context after Config.SubmitContext.
+type BuildFunc func(ctx context.Context, req BuildRequest) (Built, error)
+
+// Example is one spec the start form offers.
+type Example struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	ContentType string `json:"content_type"`
+	Spec        string `json:"spec"`
+}
+
+// Config configures a Server. New copies it.
+type Config struct {
+	// Scheduler runs the pairs; Store is where they are recorded. Both are
+	// required, and both are the host's: the server never closes them.
+	Scheduler *scheduler.Scheduler
+	Store     *store.Store
+	// Build turns a submitted spec into a pair; required.
+	Build BuildFunc
+	// DataDir is the server's data directory; each pair's workspace is
+	// DataDir/workspaces/<pair ID>. Required, absolute.
+	DataDir string
+	// Examples are offered by the start form (GET /v1/examples).
+	Examples []Example
+
+	// Token, when set, is required on every API call as a bearer token
+	// (or as the session cookie the login page sets). Without it the
+	// server is for loopback only (CheckListen).
+	Token string
+	// Hosts are further Host header names allowed besides the loopback
+	// names (localhost, 127.0.0.1, [::1]). Without a token every other
+	// Host is refused (DNS rebinding); with a token and no Hosts, any.
+	Hosts []string
+
+	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxStreams bounds the event streams open at once; 0 means
+	// DefaultMaxStreams.
+	MaxStreams int
+	// Heartbeat is how often an idle event stream sends a comment; 0
+	// means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// StreamLag is how many events a stream may fall behind its pair
+	// before it is disconnected (a slow client is never waited for); 0
+	// means DefaultStreamLag.
+	StreamLag int
+	// WriteTimeout bounds each write to a stream; a client that does not
+	// take the bytes in time is disconnected. 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// Retain bounds the finished pairs whose feeds stay in memory; older
+	// ones stream from the store. 0 means DefaultRetain.
+	Retain int
+
+	// NewPairID names a new pair; nil means "pair-YYYYMMDD-HHMMSS-<8 hex>".
+	NewPairID func() (string, error)
+	// Clock is the wall clock; nil means time.Now.
+	Clock func() time.Time
+
+	// Metrics, when set, is served at GET /metrics behind the same
+	// authentication as the API.
+	Metrics http.Handler
+	// SubmitContext, when set, derives the context a submission is built
+	// under from its request (for example to continue a trace named by a
+	// traceparent header). It must not block.
+	SubmitContext func(ctx context.Context, r *http.Request) context.Context
+}
+
+func (c *Config) normalize() error {
+	switch {
+	case c.Scheduler == nil:
+		return bound.Missing("server.scheduler")
+	case c.Store == nil:
+		return bound.Missing("server.store")
+	case c.Build == nil:
+		return bound.Missing("server.build")
+	case c.DataDir == "":
+		return bound.Missing("server.data_dir")
+	case !filepath.IsAbs(c.DataDir):
+		return bound.Malformedf("server.data_dir", "must be absolute")
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBodyBytes < 0 || c.MaxBodyBytes > MaxBodyBytes {
+		return bound.Malformedf("server.max_body_bytes", "must be between 1 and 16 MiB")
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxStreams < 0 || c.MaxStreams > MaxStreams {
+		return bound.Count("server.max_streams", c.MaxStreams, MaxStreams)
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Heartbeat < 0 {
+		return bound.Malformedf("server.heartbeat", "must not be negative")
+	}
+	if c.StreamLag == 0 {
+		c.StreamLag = DefaultStreamLag
+	}
+	if c.StreamLag < 0 || c.StreamLag > MaxStreamLag {
+		return bound.Count("server.stream_lag", c.StreamLag, MaxStreamLag)
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.WriteTimeout < 0 {
+		return bound.Malformedf("server.write_timeout", "must not be negative")
+	}
+	if c.Retain == 0 {
+		c.Retain = DefaultRetain
+	}
+	if c.Retain < 0 || c.Retain > MaxRetain {
+		return bound.Count("server.retain", c.Retain, MaxRetain)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.NewPairID == nil {
+		clock := c.Clock
+		c.NewPairID = func() (string, error) { return newPairID(clock()) }
+	}
+	c.Examples = append([]Example(nil), c.Examples...)
+	c.Hosts = append([]string(nil), c.Hosts...)
+	return nil
+}
+
+// newPairID returns "pair-YYYYMMDD-HHMMSS-xxxxxxxx": the UTC time and 32
+// random bits, so IDs sort by start and do not collide in one store.
+func newPairID(now time.Time) (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "pair-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,14 @@
+package server
+
+// APIRoutes returns "METHOD /path" for every route of the API, for the
+// test that holds the OpenAPI document to the routes.
+func APIRoutes() []string {
+	var s Server
+	var out []string
+	for _, r := range s.table() {
+		if r.api {
+			out = append(out, r.method+" "+r.path)
+		}
+	}
+	return out
+}

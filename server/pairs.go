@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/scheduler"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// bodyType maps a request's Content-Type to the media type BuildRequest
+// names, or "" for a type the API does not take. Requiring one of these
+// also keeps a plain cross-site form from submitting: browsers send them
+// only after a CORS preflight, which this server never approves.
+func bodyType(header string) string {
+	mt, _, err := mime.ParseMediaType(header)
+	if err != nil {
+		return ""
+	}
+	switch mt {
+	case "application/json":
+		return "application/json"
+	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+		return "application/yaml"
+	}
+	return ""
+}
+
+// createPair serves POST /v1/pairs.
+func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
+	ct := bodyType(r.Header.Get("Content-Type"))
+	if ct == "" {
+		fail(w, http.StatusUnsupportedMediaType, codeUnsupportedType, "the body must be a pair spec as application/json or application/yaml")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			fail(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the body is over "+strconv.FormatInt(s.cfg.MaxBodyBytes, 10)+" bytes")
+			return
+		}
+		fail(w, http.StatusBadRequest, codeBadRequest, "reading the body failed")
+		return
+	}
+	task := r.URL.Query().Get("task")
+	if task != "" {
+		if err := bound.Text("task", task, bound.MaxMessageBytes); err != nil {
+			writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "task", Message: err.Error()})
+			return
+		}
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+		return
+	}
+	pairID, err := s.cfg.NewPairID()
+	if err == nil {
+		err = id.Check("pair.id", pairID)
+	}
+	if err != nil {
+		fail(w, http.StatusInternalServerError, codeInternal, "naming the pair failed")
+		return
+	}
+	ws := filepath.Join(s.cfg.DataDir, "workspaces", pairID)
+	if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
+		fail(w, http.StatusInternalServerError, codeInternal, "making the pair's workspace failed")
+		return
+	}
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		fail(w, http.StatusInternalServerError, codeInternal, "making the pair's workspace failed")
+		return
+	}
+	f, err := newFeed(pairID, s.cfg.StreamLag)
+	if err != nil {
+		_ = os.Remove(ws)
+		fail(w, http.StatusInternalServerError, codeInternal, "making the pair's feed failed")
+		return
+	}
+	ctx := r.Context()
+	if s.cfg.SubmitContext != nil {
+		ctx = s.cfg.SubmitContext(ctx, r)
+	}
+	built, err := s.callBuild(ctx, BuildRequest{PairID: pairID, Workspace: ws, Body: body, ContentType: ct, Task: task, Timeline: f})
+	if err != nil {
+		_ = os.RemoveAll(ws)
+		var re *RequestError
+		if errors.As(err, &re) {
+			writeError(w, http.StatusBadRequest, apiError{Code: codeBadSpec, Message: re.Message, Field: re.Field, Line: re.Line})
+			return
+		}
+		fail(w, http.StatusInternalServerError, codeInternal, "building the pair failed")
+		return
+	}
+	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
+	// The entry and its waiter exist before the job can start, so a GET
+	// right after the 201 finds the pair and nothing escapes the feed.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.discard(ws, built)
+		fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+		return
+	}
+	jobID, err := s.cfg.Scheduler.Submit(ctx, scheduler.Job{Pair: built.Config})
+	if err != nil {
+		s.mu.Unlock()
+		s.discard(ws, built)
+		switch {
+		case errors.Is(err, scheduler.ErrQueueFull):
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusTooManyRequests, codeQueueFull, "the queue is full; retry later")
+		case errors.Is(err, scheduler.ErrClosed):
+			fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+		default:
+			fail(w, http.StatusInternalServerError, codeInternal, "submitting the pair failed")
+		}
+		return
+	}
+	e.jobID = jobID
+	s.pairs[pairID] = e
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.follow(e, built)
+
+	v, _ := s.describe(r.Context(), pairID)
+	w.Header().Set("Location", "/v1/pairs/"+pairID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// callBuild calls the host's BuildFunc, containing a panic.
+func (s *Server) callBuild(ctx context.Context, req BuildRequest) (b Built, err error) {
+	defer func() {
+		if recover() != nil {
+			b, err = Built{}, errors.New("server: build panicked")
+		}
+	}()
+	b, err = s.cfg.Build(ctx, req)
+	if err == nil && (b.Config == nil || b.Config.ID != req.PairID) {
+		if b.Close != nil {
+			b.Close()
+		}
+		return Built{}, errors.New("server: build returned no config, or one with another pair ID")
+	}
+	return b, err
+}
+
+func (s *Server) discard(ws string, b Built) {
+	if b.Close != nil {
+		b.Close()
+	}
+	_ = os.RemoveAll(ws)
+}
+
+// getPair serves GET /v1/pairs/{id}.
+func (s *Server) getPair(w http.ResponseWriter, r *http.Request) {
+	v, err := s.describe(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// storeError answers a failed lookup.
+func (s *Server) storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		fail(w, http.StatusNotFound, codeNotFound, "no such pair")
+		return
+	}
+	fail(w, http.StatusInternalServerError, codeInternal, "reading the store failed")
+}
+
+// cancelPair serves POST /v1/pairs/{id}/cancel: 202 while the pair is
+// queued or running, 409 once it has ended (a second cancel, say).
+func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
+	pairID := r.PathValue("id")
+	e := s.lookup(pairID)
+	if e == nil {
+		v, err := s.describe(r.Context(), pairID)
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		writeError(w, http.StatusConflict, apiError{Code: codeEnded, Message: "the pair is " + v.State + " and not run by this server"})
+		return
+	}
+	info, err := s.cfg.Scheduler.Get(e.jobID)
+	if err == nil && !info.State.Terminal() {
+		err = s.cfg.Scheduler.Cancel(e.jobID)
+	}
+	if err != nil && !errors.Is(err, scheduler.ErrNotFound) {
+		fail(w, http.StatusInternalServerError, codeInternal, "cancelling failed")
+		return
+	}
+	if err != nil || info.State.Terminal() {
+		writeError(w, http.StatusConflict, apiError{Code: codeEnded, Message: "the pair has ended: " + stateOf(info, err)})
+		return
+	}
+	v, _ := s.describe(r.Context(), pairID)
+	writeJSON(w, http.StatusAccepted, v)
+}
+
+func stateOf(info scheduler.Info, err error) string {
+	if err != nil {
+		return "ended"
+	}
+	return info.State.String()
+}
+
+// examples serves GET /v1/examples.
+func (s *Server) examples(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Examples []Example `json:"examples"`
+	}{append([]Example{}, s.cfg.Examples...)})
+}
+
+// timePtr returns nil for the zero time, so JSON leaves it out.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}

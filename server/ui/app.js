@@ -1,0 +1,454 @@
+// spice-orch web UI. Plain JavaScript, no dependencies. Model and tool
+// text is untrusted: every piece of it is set with textContent, never
+// parsed as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+// el builds an element; text, when given, is set as text.
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+async function api(method, path, body, type) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.body = body;
+    opts.headers["Content-Type"] = type;
+  }
+  const r = await fetch(path, opts);
+  let data = null;
+  try { data = await r.json(); } catch (_) { data = null; }
+  return { status: r.status, data };
+}
+
+// ---- start form and pairs list ----
+
+let examples = [];
+
+async function loadExamples() {
+  const { status, data } = await api("GET", "/v1/examples");
+  if (status !== 200 || !data) return;
+  examples = data.examples || [];
+  const sel = $("example");
+  sel.textContent = "";
+  examples.forEach((ex, i) => {
+    const o = el("option", null, ex.name + (ex.description ? " — " + ex.description : ""));
+    o.value = String(i);
+    sel.appendChild(o);
+  });
+  const o = el("option", null, "(paste your own)");
+  o.value = "";
+  sel.appendChild(o);
+  if (examples.length) $("spec").value = examples[0].spec;
+}
+
+function bodyType(text) {
+  const t = text.trimStart();
+  return t.startsWith("{") ? "application/json" : "application/yaml";
+}
+
+async function startPair(ev) {
+  ev.preventDefault();
+  const spec = $("spec").value;
+  const task = $("task").value.trim();
+  $("start-error").textContent = "";
+  $("start").disabled = true;
+  try {
+    const q = task ? "?task=" + encodeURIComponent(task) : "";
+    const { status, data } = await api("POST", "/v1/pairs" + q, spec, bodyType(spec));
+    if (status === 201 && data) {
+      location.hash = "#/pairs/" + encodeURIComponent(data.id);
+      refreshPairs();
+      return;
+    }
+    const e = (data && data.error) || { message: "HTTP " + status };
+    $("start-error").textContent = e.message + (e.field ? " (field " + e.field + ")" : "");
+  } finally {
+    $("start").disabled = false;
+  }
+}
+
+let autoOpened = false;
+
+async function refreshPairs() {
+  const { status, data } = await api("GET", "/v1/pairs?limit=50");
+  if (status !== 200 || !data) return;
+  // Opened without a pair in the address: show the newest live one.
+  if (!autoOpened && !view && !location.hash) {
+    autoOpened = true;
+    const live = data.pairs.find((p) => p.state === "running" || p.state === "queued");
+    if (live) location.hash = "#/pairs/" + encodeURIComponent(live.id);
+  }
+  const ul = $("pairs");
+  ul.textContent = "";
+  for (const p of data.pairs) {
+    const li = el("li", "pair-item");
+    li.dataset.id = p.id;
+    const a = el("a", null, p.id);
+    a.href = "#/pairs/" + encodeURIComponent(p.id);
+    li.appendChild(a);
+    li.appendChild(el("span", "state state-" + p.state, p.state));
+    if (p.reason) li.appendChild(el("span", "reason", p.reason));
+    if (view && view.id === p.id) li.classList.add("current");
+    ul.appendChild(li);
+  }
+}
+
+// ---- the pair view ----
+
+let view = null; // the pair on screen
+
+class PairView {
+  constructor(id) {
+    this.id = id;
+    this.last = 0;          // last sequence shown
+    this.seqs = [];         // every sequence shown, in order (tests read it)
+    this.raw = new Map();   // seq -> raw JSON
+    this.lanes = new Map(); // worker -> lane index
+    this.totals = [newTotals(), newTotals()];
+    this.texts = new Map(); // operation_id -> text element
+    this.tools = new Map(); // call_id -> tool element
+    this.row = 0;
+    this.ended = false;
+    this.es = null;
+  }
+
+  open() {
+    $("empty").hidden = true;
+    $("pair").hidden = false;
+    $("pair-id").textContent = this.id;
+    $("timeline").textContent = "";
+    $("raw-json").textContent = "";
+    $("pair-notice").textContent = "";
+    for (const i of [0, 1]) {
+      const h = $("lane-head-" + i);
+      h.querySelector(".lane-name").textContent = "";
+      h.querySelector(".totals").textContent = "";
+    }
+    this.setState("…", "");
+    this.fetchState();
+    this.connect(0);
+  }
+
+  close() {
+    if (this.es) this.es.close();
+    this.es = null;
+  }
+
+  async fetchState() {
+    const { status, data } = await api("GET", "/v1/pairs/" + encodeURIComponent(this.id));
+    if (view !== this) return;
+    if (status === 200 && data) {
+      this.setState(data.state, data.reason || "");
+      (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
+    } else if (status === 404) {
+      this.setState("unknown", "");
+      $("pair-notice").textContent = "No such pair.";
+    }
+  }
+
+  setState(state, reason) {
+    const s = $("pair-state");
+    s.textContent = state;
+    s.className = "state state-" + state;
+    $("pair-reason").textContent = reason;
+    const live = state === "queued" || state === "running" || state === "…";
+    $("cancel").disabled = !live;
+  }
+
+  connect(after) {
+    this.close();
+    const url = "/v1/pairs/" + encodeURIComponent(this.id) + "/events" + (after ? "?after=" + after : "");
+    const es = new EventSource(url);
+    this.es = es;
+    es.onmessage = (m) => this.onEvent(m.data);
+    es.addEventListener("end", (m) => {
+      es.close();
+      this.ended = true;
+      let d = {};
+      try { d = JSON.parse(m.data); } catch (_) { /* keep {} */ }
+      this.fetchState();
+      refreshPairs();
+      document.body.dataset.streamEnded = String(d.last_seq || this.last);
+    });
+    es.addEventListener("out_of_range", (m) => {
+      let d = {};
+      try { d = JSON.parse(m.data); } catch (_) { /* keep {} */ }
+      $("pair-notice").textContent = "Events " + (this.last + 1) + " to " + d.recovery + " are no longer available; continuing from " + d.recovery + ".";
+      if (typeof d.recovery === "number" && d.recovery > this.last) this.connect(d.recovery);
+      else es.close();
+    });
+    // On an error EventSource reconnects by itself with Last-Event-ID;
+    // the server resumes after it, and onEvent ignores anything seen.
+  }
+
+  onEvent(text) {
+    let e;
+    try { e = JSON.parse(text); } catch (_) { return; }
+    if (typeof e.seq !== "number" || e.seq <= this.last) return; // seen already
+    if (e.seq !== this.last + 1) {
+      document.body.dataset.gap = String(this.last + 1);
+    }
+    this.last = e.seq;
+    this.seqs.push(e.seq);
+    this.raw.set(e.seq, text);
+    document.body.dataset.lastSeq = String(e.seq);
+    this.render(e);
+  }
+
+  setLane(i, role) {
+    this.lanes.set(role, i);
+    $("lane-head-" + i).querySelector(".lane-name").textContent = role;
+    this.showTotals(i);
+  }
+
+  lane(worker) {
+    if (!this.lanes.has(worker)) this.setLane(Math.min(this.lanes.size, 1), worker);
+    return this.lanes.get(worker);
+  }
+
+  showTotals(i) {
+    const t = this.totals[i];
+    $("lane-head-" + i).querySelector(".totals").textContent =
+      t.runs + " runs · " + t.turns + " turns · " + (t.input + t.output) + " tokens (" + t.input + " in, " + t.output + " out) · " + t.tools + " tool calls";
+  }
+
+  // place puts a block in the timeline: in a lane, or across both.
+  place(node, lane, seq) {
+    this.row++;
+    node.style.gridRow = String(this.row);
+    node.style.gridColumn = lane === -1 ? "1 / 3" : String(lane + 1);
+    node.dataset.seqs = String(seq);
+    node.addEventListener("click", (ev) => { ev.stopPropagation(); this.showRaw(node); });
+    $("timeline").appendChild(node);
+    return node;
+  }
+
+  addSeq(node, seq) {
+    node.dataset.seqs += " " + seq;
+  }
+
+  showRaw(node) {
+    const out = [];
+    for (const s of node.dataset.seqs.split(" ")) {
+      const t = this.raw.get(Number(s));
+      if (!t) continue;
+      try { out.push(JSON.stringify(JSON.parse(t), null, 2)); } catch (_) { out.push(t); }
+    }
+    $("raw-json").textContent = out.join("\n\n");
+    document.querySelectorAll(".selected").forEach((n) => n.classList.remove("selected"));
+    node.classList.add("selected");
+  }
+
+  render(e) {
+    const p = e.payload || {};
+    switch (e.kind) {
+      case "pair.started": {
+        const w = p.workers || {};
+        if (w.first) this.setLane(0, w.first);
+        if (w.second) this.setLane(1, w.second);
+        const n = el("div", "block pair-event", "pair started · " + (p.pattern || "") + " · plan " + (p.plan_id || ""));
+        this.place(n, -1, e.seq);
+        this.setState("running", "");
+        return;
+      }
+      case "pair.handoff": {
+        const from = this.lane(p.from), to = this.lane(p.to);
+        const n = el("div", "block handoff " + (from < to ? "right" : "left"));
+        n.appendChild(el("span", "arrow", from < to ? "⟶" : "⟵"));
+        n.appendChild(el("span", "handoff-text",
+          "handoff round " + p.round + ": " + p.from + " → " + p.to + " · " + p.bytes + " bytes · sha256 " + String(p.sha256 || "").slice(0, 12) + "…" + (p.cut ? " · cut" : "")));
+        n.title = "sha256 " + (p.sha256 || "");
+        this.place(n, -1, e.seq);
+        return;
+      }
+      case "pair.completed":
+      case "pair.failed":
+      case "pair.cancelled": {
+        const n = el("div", "block terminal " + e.kind.replace(".", "-"),
+          e.kind + " · reason " + p.reason + (p.limit ? " (" + p.limit + ")" : "") + " · " + p.rounds + " rounds · " + p.runs + " runs · " +
+          (p.input_tokens + p.output_tokens) + " tokens · " + p.tool_calls + " tool calls" +
+          (p.problem ? " · " + p.problem.code + (p.problem.message ? ": " + p.problem.message : "") : ""));
+        this.place(n, -1, e.seq);
+        this.setState(e.kind.slice(5), p.reason || "");
+        return;
+      }
+    }
+    if (p.worker === undefined) {
+      this.place(el("div", "block", e.kind), -1, e.seq);
+      return;
+    }
+    this.relayed(e, p.worker, p.payload || {});
+  }
+
+  relayed(e, worker, q) {
+    const i = this.lane(worker);
+    const t = this.totals[i];
+    switch (e.kind) {
+      case "run.started":
+        t.runs++;
+        this.place(el("div", "block run", "run " + shortID(q.run_id) + " · " + (q.model || "")), i, e.seq);
+        break;
+      case "turn.started":
+        t.turns++;
+        this.place(el("div", "block turn", "turn " + q.index), i, e.seq);
+        break;
+      case "model.started": {
+        const n = el("div", "block text streaming");
+        n.appendChild(el("span", "text-body", ""));
+        this.texts.set(q.operation_id, n);
+        this.place(n, i, e.seq);
+        break;
+      }
+      case "model.text_delta": {
+        let n = this.texts.get(q.operation_id);
+        if (!n) {
+          n = el("div", "block text streaming");
+          n.appendChild(el("span", "text-body", ""));
+          this.texts.set(q.operation_id, n);
+          this.place(n, i, e.seq);
+        } else {
+          this.addSeq(n, e.seq);
+        }
+        n.querySelector(".text-body").textContent += q.text || "";
+        break;
+      }
+      case "model.completed":
+      case "model.failed":
+      case "model.cancelled": {
+        const n = this.texts.get(q.operation_id);
+        if (e.kind === "model.completed") {
+          t.input += q.input_tokens || 0;
+          t.output += q.output_tokens || 0;
+        }
+        if (n) {
+          n.classList.remove("streaming");
+          this.addSeq(n, e.seq);
+          const body = n.querySelector(".text-body");
+          if (!body.textContent) n.classList.add("silent");
+          n.appendChild(el("span", "meta", e.kind === "model.completed"
+            ? (q.input_tokens || 0) + " in / " + (q.output_tokens || 0) + " out tokens" + (q.tool_calls ? " · " + q.tool_calls + " tool calls" : "")
+            : e.kind.slice(6) + (q.problem ? ": " + q.problem.code : "")));
+        }
+        break;
+      }
+      case "tool.started": {
+        t.tools++;
+        const d = el("details", "block tool" + (q.effect === "mutating" ? " mutating" : ""));
+        const s = el("summary", null);
+        s.appendChild(el("span", "tool-name", q.name));
+        if (q.effect === "mutating") s.appendChild(el("span", "badge mutating-badge", "mutating"));
+        else if (q.effect) s.appendChild(el("span", "badge", q.effect.replace("_", "-")));
+        s.appendChild(el("span", "tool-status", "running…"));
+        d.appendChild(s);
+        const body = el("div", "tool-body");
+        body.appendChild(el("div", "kv", "call " + shortID(q.call_id) + (q.replay ? " · replay " + q.replay : "")));
+        body.appendChild(el("div", "kv", "The timeline records the call, not its arguments."));
+        d.appendChild(body);
+        this.tools.set(q.call_id, d);
+        this.place(d, i, e.seq);
+        break;
+      }
+      case "tool.progress":
+      case "tool.completed":
+      case "tool.failed":
+      case "tool.cancelled": {
+        const d = this.tools.get(q.call_id);
+        if (!d) { this.place(el("div", "block", e.kind), i, e.seq); break; }
+        this.addSeq(d, e.seq);
+        if (e.kind === "tool.progress") break;
+        const status = d.querySelector(".tool-status");
+        status.textContent = e.kind.slice(5);
+        d.classList.add(e.kind.replace(".", "-"));
+        if (q.outcome === "uncertain") {
+          d.classList.add("uncertain");
+          d.querySelector("summary").appendChild(el("span", "badge uncertain-badge", "uncertain"));
+        }
+        const body = d.querySelector(".tool-body");
+        if (q.content !== undefined) {
+          body.appendChild(el("div", "kv", "result"));
+          body.appendChild(el("pre", "result", prettyMaybe(q.content)));
+        }
+        if (q.problem) body.appendChild(el("div", "kv", "problem " + q.problem.code + (q.problem.message ? ": " + q.problem.message : "")));
+        break;
+      }
+      case "run.completed":
+        this.place(el("div", "block run-end", "run completed · " + q.turns + " turns · " + ((q.input_tokens || 0) + (q.output_tokens || 0)) + " tokens"), i, e.seq);
+        break;
+      case "run.failed":
+      case "run.cancelled":
+        this.place(el("div", "block run-end " + e.kind.replace(".", "-"), e.kind + (q.problem ? " · " + q.problem.code : "")), i, e.seq);
+        break;
+      case "turn.completed":
+      case "turn.failed":
+      case "turn.cancelled":
+        // Turns are drawn when they start; their ends only count.
+        break;
+      default:
+        this.place(el("div", "block", e.kind), i, e.seq);
+    }
+    this.showTotals(i);
+  }
+}
+
+function newTotals() { return { runs: 0, turns: 0, input: 0, output: 0, tools: 0 }; }
+
+function shortID(s) {
+  s = String(s || "");
+  const i = s.lastIndexOf("/");
+  return i >= 0 ? s.slice(i + 1) : s;
+}
+
+function prettyMaybe(s) {
+  try { return JSON.stringify(JSON.parse(s), null, 2); } catch (_) { return String(s); }
+}
+
+// ---- routing ----
+
+function route() {
+  const m = location.hash.match(/^#\/pairs\/(.+)$/);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  if (view && view.id === id) return;
+  if (view) view.close();
+  view = null;
+  delete document.body.dataset.lastSeq;
+  delete document.body.dataset.streamEnded;
+  delete document.body.dataset.gap;
+  if (!id) {
+    $("pair").hidden = true;
+    $("empty").hidden = false;
+    return;
+  }
+  view = new PairView(id);
+  window.spiceView = view; // for the browser tests
+  view.open();
+  refreshPairs();
+}
+
+async function cancelPair() {
+  if (!view) return;
+  $("cancel").disabled = true;
+  const { status, data } = await api("POST", "/v1/pairs/" + encodeURIComponent(view.id) + "/cancel");
+  if (status !== 202) {
+    $("pair-notice").textContent = (data && data.error && data.error.message) || "cancel: HTTP " + status;
+  }
+  view.fetchState();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("start-form").addEventListener("submit", startPair);
+  $("example").addEventListener("change", () => {
+    const v = $("example").value;
+    if (v !== "") $("spec").value = examples[Number(v)].spec;
+  });
+  $("cancel").addEventListener("click", cancelPair);
+  window.addEventListener("hashchange", route);
+  loadExamples();
+  refreshPairs();
+  setInterval(refreshPairs, 2000);
+  route();
+});
