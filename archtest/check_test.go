@@ -84,7 +84,7 @@ func TestFixtureReportsEveryRuleExactly(t *testing.T) {
 			"layer-imports workers/w/w.go:5 example.org/lib",
 		},
 		RuleLayerUnknown: {
-			"layer-unknown plugins/p plugins/p",
+			"layer-unknown unlisted/p unlisted/p",
 		},
 	}
 	var all []string

@@ -89,7 +89,7 @@ func TestLayerTableMatchesDesign(t *testing.T) {
 	want := map[string]int{
 		"cmd/spice-orch": 8, "proof": 7, "scheduler": 6, "orchestrator": 5,
 		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3,
-		"kernel": 1, "archtest": 0,
+		"plugins": 3, "functool": 2, "kernel": 1, "archtest": 0,
 	}
 	got := make(map[string]int)
 	for _, u := range Layers() {
