@@ -9,12 +9,12 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkCompiledEcho
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz
+.PHONY: test fmt-check vet lint archtest race bench fuzz buf
 
 ## test: formatting, vet, the architecture tests, then every test with -race.
-test: fmt-check vet archtest race
+test: fmt-check vet archtest buf race
 
 ## fmt-check: fail if gofmt would change a file.
 fmt-check:
@@ -44,3 +44,16 @@ bench:
 ## (.ci/fuzz; it tells a failing input from Go 1.26's fuzztime race).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./.ci/fuzz
+
+## buf: the plugin/v1 protocol is frozen: buf lint (STANDARD), buf breaking
+## (FILE) against the released image plugins/proto/v1.binpb, and the
+## committed generated code equals a fresh generation. Buf and the
+## generators run through the Go module proxy at pinned versions.
+BUF ?= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0
+buf:
+	cd plugins && $(BUF) lint
+	cd plugins && $(BUF) breaking --against proto/v1.binpb
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	cd plugins && $(BUF) generate -o "$$tmp" && \
+	if ! diff -r "$$tmp/pluginpb" pluginpb; then \
+		echo "plugins/pluginpb is stale: run 'cd plugins && $(BUF) generate' and commit"; exit 1; fi
