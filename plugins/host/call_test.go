@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-		"strings"
+	"strings"
 	"testing"
 	"time"
 

@@ -83,8 +83,8 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	p := &Plugin{
 		cfg: cfg, secret: secret, dir: dir,
-		stderr: &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
-		slots:  make(chan struct{}, cfg.MaxConcurrentCalls),
+		stderr:  &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
+		slots:   make(chan struct{}, cfg.MaxConcurrentCalls),
 		exited:  make(chan struct{}),
 		closing: make(chan struct{}),
 	}

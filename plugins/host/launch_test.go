@@ -221,7 +221,7 @@ func TestP5_StderrFloodStaysBoundedAndNeverBlocksThePlugin(t *testing.T) {
 
 func TestP5_StderrTailCutsLongLines(t *testing.T) {
 	tl := &tail{maxLines: 3, maxBytes: 100, maxLine: 10}
-	tl.read(io.MultiReader(strings.NewReader(strings.Repeat("x", 5000)+"\nshort\nlast")))
+	tl.read(io.MultiReader(strings.NewReader(strings.Repeat("x", 5000) + "\nshort\nlast")))
 	require.Equal(t, []string{"xxxxxxxxxx [cut]", "short", "last"}, tl.snapshot())
 }
 
