@@ -119,8 +119,14 @@ func Build(o Options) (*Pair, error) {
 		return nil, &ConfigError{err}
 	}
 	p := &Pair{}
-	plans, ident, names, err := buildPlan(o.Workspace, "plan-"+o.PairID)
+	extra, launched, err := launchPlugins(o.Spec.Plugins)
 	if err != nil {
+		return nil, err
+	}
+	p.closers = append(p.closers, func() { closePlugins(launched) })
+	plans, ident, names, err := buildPlan(o.Workspace, "plan-"+o.PairID, extra...)
+	if err != nil {
+		p.Close()
 		return nil, err
 	}
 	p.Plan, p.Tools = ident, names
@@ -159,15 +165,16 @@ func Build(o Options) (*Pair, error) {
 }
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
-// the workspace, behind one dispatcher.
-func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string, error) {
+// the workspace and the plugins' tools, behind one dispatcher.
+func buildPlan(workspace, planID string, extra ...tool.Tool) (*plan.Memory, plan.Identity, []string, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: append(ts, extra...)})
 	if err != nil {
-		return nil, plan.Identity{}, nil, err
+		// Two tools of one name: a plugin's clashes with another's.
+		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
 	pl, err := plan.New(plan.ID(planID), d)
 	if err != nil {
@@ -246,10 +253,12 @@ func ToolNames() []string {
 }
 
 // Check reports what Build would refuse in s without building anything: a
-// scripted worker whose script calls a tool the plan does not have.
+// scripted worker whose script calls a tool the plan does not have. A spec
+// with plugins is checked when they are launched, since only their
+// manifests name their tools.
 func Check(s spec.Spec) error {
 	for i, w := range s.Workers {
-		if w.Provider == spec.Scripted {
+		if w.Provider == spec.Scripted && len(s.Plugins) == 0 {
 			if err := checkTools(workerField(i), w, ToolNames()); err != nil {
 				return err
 			}
