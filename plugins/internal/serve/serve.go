@@ -116,6 +116,10 @@ func Run(ctx context.Context, o Options) error {
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes), grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		grpc.UnaryInterceptor(s.unaryAuth), grpc.StreamInterceptor(s.streamAuth),
+		// A local connection needs neither BDP pings nor a goroutine per
+		// stream.
+		grpc.InitialWindowSize(4<<20), grpc.InitialConnWindowSize(4<<20),
+		grpc.SharedWriteBuffer(true), grpc.NumStreamWorkers(4),
 	)
 	pb.RegisterPluginServiceServer(gs, s)
 
