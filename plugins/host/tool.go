@@ -181,6 +181,9 @@ func (c *callState) broken(err error) (tool.Result, error) {
 		return c.fail(problemTimeout, err)
 	}
 	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		// The plugin's side saw the deadline first.
+		return c.fail(problemTimeout, err)
 	case codes.Unauthenticated:
 		return tool.Result{}, tool.Fail(c.call.ID(), problemUnauthenticated)
 	case codes.ResourceExhausted:
