@@ -56,3 +56,22 @@ func BenchmarkPluginLaunch(b *testing.B) {
 }
 
 var _ tool.Tool = enginetest.Echo()
+
+// BenchmarkPluginActivate is a candidate's launch and verification to its
+// activation for future leases (the old generation drains in the
+// background).
+func BenchmarkPluginActivate(b *testing.B) {
+	s, err := NewSource(context.Background(), SourceConfig{PlanPrefix: "plan-b", Plugins: []Config{config(b, fixtureV1, "")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	cfg := config(b, fixtureV2, "")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Reload(ctx, 0, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -51,6 +51,10 @@ type Plugin struct {
 	waitErr error         // set before exited closes
 	readers sync.WaitGroup
 
+	mu       sync.Mutex
+	inflight int           // calls between beginCall and endCall
+	idle     chan struct{} // closed when inflight drops to zero; nil if nobody waits
+
 	closeOnce sync.Once
 	closing   chan struct{}   // closed when Close starts: new calls are refused
 	forced    context.Context // done when the host stops the plugin by force

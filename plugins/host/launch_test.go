@@ -189,9 +189,9 @@ func TestP3_ManifestIdentityChecked(t *testing.T) {
 	for _, d := range m.Tools {
 		names = append(names, d.Name())
 	}
-	require.Equal(t, []string{"blob", "echo", "slow", "write"}, names)
-	require.Equal(t, tool.Mutating, m.Tools[3].Effect())
-	require.True(t, m.Tools[3].HasCapability(tool.FilesystemWrite))
+	require.Equal(t, []string{"blob", "echo", "hold", "slow", "write"}, names)
+	require.Equal(t, tool.Mutating, m.Tools[4].Effect())
+	require.True(t, m.Tools[4].HasCapability(tool.FilesystemWrite))
 }
 
 func TestP5_StartupTimeout(t *testing.T) {

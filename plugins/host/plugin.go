@@ -42,7 +42,9 @@ func (p *Plugin) Exited() <-chan struct{} { return p.exited }
 // twice ShutdownGrace.
 func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
+		p.mu.Lock()
 		close(p.closing)
+		p.mu.Unlock()
 		grace := p.cfg.ShutdownGrace
 		deadline := time.Now().Add(grace)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -60,4 +62,69 @@ func (p *Plugin) Close() error {
 		p.stop(0)
 	})
 	return nil
+}
+
+// Kill stops the plugin by force at once: calls in flight end as
+// CodeStopped (uncertain if they mutate), then the whole process group is
+// killed. A later Close does nothing.
+func (p *Plugin) Kill() {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		close(p.closing)
+		p.mu.Unlock()
+		p.force()
+		p.stop(0)
+	})
+}
+
+// InFlight returns the number of calls in flight.
+func (p *Plugin) InFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight
+}
+
+// Idle waits until no call is in flight or ctx ends.
+func (p *Plugin) Idle(ctx context.Context) error {
+	p.mu.Lock()
+	if p.inflight == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// beginCall counts a call in, unless the plugin is closing or gone.
+func (p *Plugin) beginCall() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.closing:
+		return false
+	case <-p.exited:
+		return false
+	default:
+	}
+	p.inflight++
+	return true
+}
+
+func (p *Plugin) endCall() {
+	p.mu.Lock()
+	p.inflight--
+	if p.inflight == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.mu.Unlock()
 }

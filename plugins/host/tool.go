@@ -65,13 +65,10 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 		return tool.Result{}, tool.Fail(call.ID(), problemUnavailable)
 	}
 	defer func() { <-p.slots }()
-	select {
-	case <-p.closing:
+	if !p.beginCall() {
 		return tool.Result{}, tool.Fail(call.ID(), problemUnavailable)
-	case <-p.exited:
-		return tool.Result{}, tool.Fail(call.ID(), problemUnavailable)
-	default:
 	}
+	defer p.endCall()
 	// The plugin is told CallTimeout (timeout_millis) and may report its
 	// own deadline; the host cuts the stream off CancelGrace later.
 	cctx, cancel := context.WithTimeout(ctx, b.CallTimeout+p.cfg.CancelGrace)
