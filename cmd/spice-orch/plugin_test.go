@@ -71,3 +71,35 @@ func TestP4_PairPlaysWithAPluginToolAndCompiledToolsInOnePlan(t *testing.T) {
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "digest mismatch")
 }
+
+func TestP6_PinRollsANewBuildForFutureRuns(t *testing.T) {
+	t.Parallel()
+	specPath, plugin, sum := pinnedExample(t)
+	moved := filepath.Join(filepath.Dir(plugin), "wordcount-1.1")
+	b, err := os.ReadFile(plugin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(moved, b, 0o755))
+
+	// A build that fails verification changes nothing.
+	before, err := os.ReadFile(specPath)
+	require.NoError(t, err)
+	r := spiceOrch(t, env(t), "plugin", "pin", "--sha256", strings.Repeat("c", 64), specPath, "0", moved)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "is unchanged")
+	after, err := os.ReadFile(specPath)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	r = spiceOrch(t, env(t), "plugin", "pin", specPath, "0", moved)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "pinned to wordcount 1.0.0 (sha256 "+sum)
+	after, err = os.ReadFile(specPath)
+	require.NoError(t, err)
+	require.Contains(t, string(after), "path: "+moved+"\n")
+	require.Contains(t, string(after), "# A review pair whose reviewer calls", "comments are kept")
+
+	r = spiceOrch(t, env(t), "run", "--no-store", specPath)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `plugin wordcount-g1: wordcount 1.0.0, sha256 [0-9a-f]{12}, pid \d+, in plan plan-pair-\S+-1`, r.stdout)
+	require.Contains(t, r.stdout, "words.count")
+}

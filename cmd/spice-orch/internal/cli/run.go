@@ -166,6 +166,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if !f.json {
 		r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
+		pluginHeader(out, built)
 	}
 	pair, err := orchestrator.Start(ctx, built.Config)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/providers/scripted"
 	"github.com/spice-orch/spice-orch/tools"
@@ -63,6 +64,7 @@ type Pair struct {
 	Tools []string
 
 	closers []func()
+	plugins *host.Source // nil without plugins
 }
 
 // Close releases what Build opened beside the pair: idle HTTP connections
@@ -119,14 +121,19 @@ func Build(o Options) (*Pair, error) {
 		return nil, &ConfigError{err}
 	}
 	p := &Pair{}
-	extra, launched, err := launchPlugins(o.Spec.Plugins)
-	if err != nil {
-		return nil, err
-	}
-	p.closers = append(p.closers, func() { closePlugins(launched) })
-	plans, ident, names, err := buildPlan(o.Workspace, "plan-"+o.PairID, extra...)
-	if err != nil {
-		p.Close()
+	var plans plan.Source
+	var ident plan.Identity
+	var names []string
+	var err error
+	if len(o.Spec.Plugins) > 0 {
+		var src *host.Source
+		src, ident, names, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
+		if err != nil {
+			return nil, err
+		}
+		plans, p.plugins = src, src
+		p.closers = append(p.closers, func() { _ = src.Close() })
+	} else if plans, ident, names, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
 	p.Plan, p.Tools = ident, names
@@ -165,16 +172,15 @@ func Build(o Options) (*Pair, error) {
 }
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
-// the workspace and the plugins' tools, behind one dispatcher.
-func buildPlan(workspace, planID string, extra ...tool.Tool) (*plan.Memory, plan.Identity, []string, error) {
+// the workspace, behind one dispatcher.
+func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: append(ts, extra...)})
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
 	if err != nil {
-		// Two tools of one name: a plugin's clashes with another's.
-		return nil, plan.Identity{}, nil, &ConfigError{err}
+		return nil, plan.Identity{}, nil, err
 	}
 	pl, err := plan.New(plan.ID(planID), d)
 	if err != nil {

@@ -2,10 +2,12 @@ package compose
 
 import (
 	"context"
+	"slices"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
-	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/plugins/host"
+	"github.com/spice-orch/spice-orch/tools"
 )
 
 // PluginConfig is the host configuration of a spec's plugin entry.
@@ -20,27 +22,43 @@ func PluginConfig(p spec.Plugin) host.Config {
 	}
 }
 
-// launchPlugins launches and verifies the spec's plugins and returns their
-// tools and a function that stops them all. On error none is left running.
-// A plugin that cannot be verified is a *ConfigError: the spec's pin or
-// path is what the user fixes.
-func launchPlugins(ps []spec.Plugin) ([]tool.Tool, []*host.Plugin, error) {
-	var tools []tool.Tool
-	var launched []*host.Plugin
-	for _, ps := range ps {
-		p, err := host.Launch(context.Background(), PluginConfig(ps))
-		if err != nil {
-			closePlugins(launched)
-			return nil, nil, &ConfigError{err}
-		}
-		launched = append(launched, p)
-		tools = append(tools, p.Tools()...)
+// pluginPlan makes the pair's plan source when the spec lists plugins: a
+// host.Source over the compiled tools and one verified generation of each
+// plugin (plans planID-1, planID-2, ...). A plugin that cannot be verified
+// is a *ConfigError: the spec's pin or path is what the user fixes.
+func pluginPlan(workspace, planID string, ps []spec.Plugin) (*host.Source, plan.Identity, []string, error) {
+	compiled, err := tools.New(tools.Config{Root: workspace})
+	if err != nil {
+		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	return tools, launched, nil
+	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: compiled}
+	for _, p := range ps {
+		cfg.Plugins = append(cfg.Plugins, PluginConfig(p))
+	}
+	src, err := host.NewSource(context.Background(), cfg)
+	if err != nil {
+		return nil, plan.Identity{}, nil, &ConfigError{err}
+	}
+	l, err := src.Lease(context.Background())
+	if err != nil {
+		_ = src.Close()
+		return nil, plan.Identity{}, nil, err
+	}
+	pl := l.Plan()
+	_ = l.Release(context.Background())
+	var names []string
+	for def := range pl.Definitions() {
+		names = append(names, def.Name())
+	}
+	slices.Sort(names)
+	return src, pl.Identity(), names, nil
 }
 
-func closePlugins(ps []*host.Plugin) {
-	for _, p := range ps {
-		_ = p.Close()
+// Generations describes the plugin generations of the pair's plan; none
+// without plugins.
+func (p *Pair) Generations() []host.GenerationInfo {
+	if p.plugins == nil {
+		return nil
 	}
+	return p.plugins.Current().Generations
 }
