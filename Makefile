@@ -9,7 +9,7 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkCompiledEcho
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz buf
 
