@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,4 +238,35 @@ func TestP6_ActivationNeverBlocksAPlayingRun(t *testing.T) {
 	n := <-calls
 	require.Positive(t, n, "the run kept calling its generation throughout")
 	require.NoError(t, l.Release(t.Context()))
+}
+
+func TestP7_CrashesDuringDrainAndAfterActivationLeaveAConsistentState(t *testing.T) {
+	s, evs := newSource(t, nil, config(t, fixtureV1, ""))
+	old := lease(t, s)
+	g1 := s.Current().Generations[0]
+	_, err := s.Reload(t.Context(), 0, config(t, fixtureV2, ""))
+	require.NoError(t, err)
+	g2 := s.Current().Generations[0]
+
+	// The draining generation dies while a lease still holds it: its
+	// calls fail definitively (nothing is sent to a dead process) and it
+	// is not restarted, being retired.
+	require.NoError(t, syscall.Kill(g1.PID, syscall.SIGKILL))
+	<-s.gens[0].p.Exited()
+	err = echoVia(t, old)
+	require.Equal(t, tool.Definitive, execErr(t, err).Outcome())
+	require.NoError(t, old.Release(t.Context()))
+	require.Equal(t, g1.ID, evs.next(t, EventDrained).Generation)
+	requireGone(t, g1.PID)
+
+	// The new active generation dies right after its activation: a fresh
+	// launch replaces it for future leases.
+	require.NoError(t, syscall.Kill(g2.PID, syscall.SIGKILL))
+	require.Equal(t, g2.ID, evs.next(t, EventDead).Generation)
+	r := evs.next(t, EventRestarted)
+	require.Equal(t, "fixture-g3", r.Generation)
+	l := lease(t, s)
+	require.NoError(t, echoVia(t, l))
+	require.NoError(t, l.Release(t.Context()))
+	requireGone(t, g2.PID)
 }
