@@ -37,15 +37,16 @@ type Plugin struct {
 	tools    []*Tool
 	secret   handshake.Secret
 
-	cmd    *exec.Cmd
-	pgid   int
-	dir    string
-	stdin  *os.File
-	target string
-	conn   *grpc.ClientConn
-	client pb.PluginServiceClient
-	stderr *tail
-	slots  chan struct{}
+	cmd      *exec.Cmd
+	pgid     int
+	dir      string
+	stdin    *os.File
+	target   string
+	callOpts []grpc.CallOption // the plugin's smaller message bounds, if any
+	conn     *grpc.ClientConn
+	client   pb.PluginServiceClient
+	stderr   *tail
+	slots    chan struct{}
 
 	exited  chan struct{} // closed when the process has been reaped
 	waitErr error         // set before exited closes
@@ -279,6 +280,12 @@ func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResul
 	m.Digest = cfg.SHA256
 	m.Path = cfg.Path
 	p.manifest = m
+	if m.Bounds.MaxResponseBytes < cfg.MaxResponseBytes {
+		p.callOpts = append(p.callOpts, grpc.MaxCallRecvMsgSize(m.Bounds.MaxResponseBytes))
+	}
+	if m.Bounds.MaxRequestBytes < cfg.MaxRequestBytes {
+		p.callOpts = append(p.callOpts, grpc.MaxCallSendMsgSize(m.Bounds.MaxRequestBytes))
+	}
 	p.tools = make([]*Tool, len(m.Tools))
 	for i, def := range m.Tools {
 		p.tools[i] = &Tool{p: p, def: def}

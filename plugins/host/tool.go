@@ -76,7 +76,7 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 	stop := context.AfterFunc(p.forced, cancel)
 	defer stop()
 	c := &callState{t: t, ctx: ctx, cctx: cctx, call: call}
-	stream, err := p.conn.NewStream(cctx, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName)
+	stream, err := p.conn.NewStream(cctx, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
 	if err != nil {
 		// Nothing left the host.
 		if ctx.Err() != nil {
