@@ -114,7 +114,7 @@ func (s *Source) restart(dead *generation, cfg Config) {
 		if err == nil {
 			if s.closed || sl.active != dead {
 				s.mu.Unlock()
-				g.p.Kill()
+				s.discard(g)
 				return
 			}
 			sl.active = g
@@ -122,7 +122,7 @@ func (s *Source) restart(dead *generation, cfg Config) {
 			if aerr != nil {
 				sl.active = dead
 				s.mu.Unlock()
-				g.p.Kill()
+				s.discard(g)
 				s.emit([]Event{{Kind: EventCandidateFailed, Slot: dead.slot, Reason: aerr.Error()}})
 				return
 			}
@@ -168,7 +168,7 @@ func (s *Source) Reload(ctx context.Context, i int, cfg Config) (GenerationInfo,
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		g.p.Kill()
+		s.discard(g)
 		return GenerationInfo{}, ErrSourceClosed
 	}
 	sl := s.slots[i]
@@ -178,7 +178,7 @@ func (s *Source) Reload(ctx context.Context, i int, cfg Config) (GenerationInfo,
 	if err != nil {
 		sl.active, sl.cfg = old, oldCfg
 		s.mu.Unlock()
-		g.p.Kill()
+		s.discard(g)
 		s.emit([]Event{{Kind: EventCandidateFailed, Slot: i, Reason: err.Error()}})
 		return GenerationInfo{}, err
 	}
@@ -290,4 +290,14 @@ func (s *Source) Close() error {
 	}
 	s.wg.Wait()
 	return nil
+}
+
+// discard stops a candidate that never served: it is marked refused, so
+// that its watcher does not take its end for a death.
+func (s *Source) discard(g *generation) {
+	s.mu.Lock()
+	g.retired, g.state = true, "refused"
+	s.mu.Unlock()
+	g.p.Kill()
+	close(g.done)
 }
