@@ -154,9 +154,9 @@ func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrUnsupported}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startRetrying(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
-		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "exec failed", Err: err}
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
 	}
 	closeAll(inR, outW, errW)
 	p.cmd, p.pgid, p.stdin = cmd, cmd.Process.Pid, inW
@@ -190,6 +190,26 @@ func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
 		_, _ = io.Copy(io.Discard, br)
 	}()
 	return lineCh, nil
+}
+
+// startRetrying starts cmd, retrying a few times while the file is busy:
+// a file written just before can still be open for writing in a process
+// another goroutine forked and has not exec'd yet (golang/go#22315).
+func startRetrying(cmd *exec.Cmd) error {
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 5 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		<-t.C
+		wait *= 2
+		// A Cmd cannot be started twice: make a fresh one like it.
+		next := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
+		*cmd = *next
+	}
 }
 
 func closeAll(fs ...*os.File) {
