@@ -9,16 +9,16 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho
 # Issue 23: the baselines each target is a ratio to, and README's scaling
 # curves (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot
+.PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
-test: fmt-check vet archtest plugins-venv plugins-python-gen-check plugins-python-test race
+test: fmt-check vet archtest buf plugins-venv plugins-python-gen-check plugins-python-test race
 
 ## fmt-check: fail if gofmt would change a file.
 fmt-check:
@@ -105,14 +105,10 @@ plugins-python-gen-check: plugins-venv-dev
 		if [ $$rc -ne 0 ]; then echo "$(PLUGIN_PY)/gen is stale: run make plugins-python-gen"; fi; exit $$rc; \
 	fi
 
-## plugins-proto-go: regenerate plugins/pluginpb/v1 with buf and local
-## generators at pinned versions, installed into a temporary GOBIN.
+## plugins-proto-go: regenerate plugins/pluginpb/v1 (buf and the
+## generators at the versions plugins/buf.gen.yaml pins).
 plugins-proto-go:
-	tmp=$$(mktemp -d) && \
-	GOBIN=$$tmp GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 && \
-	GOBIN=$$tmp GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2 && \
-	(cd plugins && PATH=$$tmp:$$PATH GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0 generate); \
-	rc=$$?; rm -rf $$tmp; exit $$rc
+	cd plugins && $(BUF) generate
 
 ## proof: the boundary proof of RFC 0001 under -race: TestBoundaryProof
 ## writes proof/LEDGER.md from what it measured, then every test of proof/
@@ -127,3 +123,16 @@ proof:
 scaling-plot:
 	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds' | tee scaling.txt
 	$(GO) run ./internal/benchplot -o internal/benchplot/scaling.png < scaling.txt
+
+## buf: the plugin/v1 protocol is frozen: buf lint (STANDARD), buf breaking
+## (FILE) against the released image plugins/proto/v1.binpb, and the
+## committed generated code equals a fresh generation. Buf and the
+## generators run through the Go module proxy at pinned versions.
+BUF ?= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0
+buf:
+	cd plugins && $(BUF) lint
+	cd plugins && $(BUF) breaking --against proto/v1.binpb
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	cd plugins && $(BUF) generate -o "$$tmp" && \
+	if ! diff -r "$$tmp/pluginpb" pluginpb; then \
+		echo "plugins/pluginpb is stale: run 'cd plugins && $(BUF) generate' and commit"; exit 1; fi

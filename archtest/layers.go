@@ -35,28 +35,32 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 8, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		{Dir: "proof", Level: 7, ThirdParty: true,
-			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		// The HTTP API, SSE streams and embedded web UI over a job backend.
 		{Dir: "server", Level: 7,
-			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,
-			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		// OpenTelemetry of runs and pairs: it reads pair timelines, so the
 		// layers below never import OpenTelemetry.
 		{Dir: "telemetry", Level: 6, ThirdParty: true,
-			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "kernel"}},
 		{Dir: "workers", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "handoff", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "providers", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
-		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
+		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"functool", "kernel"}},
 		{Dir: "store", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
-		// The plugin/v1 adapter: generated stubs, host and conformance suite
-		// share the protocol, so its packages may import each other.
-		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"kernel"}},
+		// plugins: the runtime tool host, its protocol and the Go plugin SDK
+		// (issue 18). One adapter (not Isolated): host and sdk share the
+		// generated protocol package and the handshake.
+		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "kernel"}},
+		// functool: typed function tools over the kernel's tool contract,
+		// shared by compiled tools and plugin tools alike.
+		{Dir: "functool", Level: 2, MayImport: []string{"kernel"}},
 		{Dir: "kernel", Level: 1, Kernel: true},
 		{Dir: "archtest", Unconstrained: true},
 	}

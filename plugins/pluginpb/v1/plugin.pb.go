@@ -562,7 +562,8 @@ type ExecuteRequest struct {
 	// The call's arguments: a JSON object as UTF-8 bytes.
 	ArgumentsJson []byte `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// The host's deadline for this call, in milliseconds from when it was
-	// sent; the gRPC deadline says the same.
+	// sent. The gRPC deadline is later by the host's cancellation grace
+	// (PROTOCOL.md, Calls).
 	TimeoutMillis uint64 `protobuf:"varint,4,opt,name=timeout_millis,json=timeoutMillis,proto3" json:"timeout_millis,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

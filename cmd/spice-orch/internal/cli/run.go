@@ -194,6 +194,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 
 	if !f.json {
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
+		pluginHeader(out, built)
 	}
 	pair, err := orchestrator.Start(ctx, built.Config)
 	if err != nil {

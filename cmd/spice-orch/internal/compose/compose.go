@@ -22,6 +22,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/providers/scripted"
 	"github.com/spice-orch/spice-orch/tools"
@@ -68,6 +69,7 @@ type Pair struct {
 	Tools []string
 
 	closers []func()
+	plugins *host.Source // nil without plugins
 }
 
 // Close releases what Build opened beside the pair: idle HTTP connections
@@ -124,8 +126,19 @@ func Build(o Options) (*Pair, error) {
 		return nil, &ConfigError{err}
 	}
 	p := &Pair{}
-	plans, ident, names, err := buildPlan(o.Workspace, "plan-"+o.PairID)
-	if err != nil {
+	var plans plan.Source
+	var ident plan.Identity
+	var names []string
+	var err error
+	if len(o.Spec.Plugins) > 0 {
+		var src *host.Source
+		src, ident, names, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
+		if err != nil {
+			return nil, err
+		}
+		plans, p.plugins = src, src
+		p.closers = append(p.closers, func() { _ = src.Close() })
+	} else if plans, ident, names, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
 	p.Plan, p.Tools = ident, names

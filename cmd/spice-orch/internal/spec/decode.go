@@ -24,7 +24,7 @@ import (
 
 // Field names, in the order a spec lists them.
 var (
-	topFields     = []string{"version", "name", "task", "pattern", "workspace", "workers", "handoff", "limits"}
+	topFields     = []string{"version", "name", "task", "pattern", "workspace", "workers", "handoff", "limits", "plugins"}
 	workerFields  = []string{"role", "provider", "model", "system", "max_turns", "script", "openai"}
 	openaiFields  = []string{"base_url", "timeout", "temperature", "max_output_tokens"}
 	handoffFields = []string{"max_bytes", "over_bound", "task_heading", "done_marker", "headings"}
@@ -192,6 +192,11 @@ func (d *decoder) spec(root *yaml.Node) (Spec, error) {
 	}
 	if v, ok := top.values["limits"]; ok {
 		if s.Limits, err = d.limits(v, s.Pattern); err != nil {
+			return s, err
+		}
+	}
+	if v, ok := top.values["plugins"]; ok {
+		if s.Plugins, err = d.plugins(v); err != nil {
 			return s, err
 		}
 	}

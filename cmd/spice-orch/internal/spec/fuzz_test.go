@@ -16,7 +16,7 @@ import (
 // packages that use them accept, or fails with an *Error; it never panics,
 // and decoding is deterministic.
 func FuzzDecodeSpec(f *testing.F) {
-	for _, path := range []string{"../../../../examples/review-pair.yaml", "../../../../examples/openai-pair.yaml", "testdata/bad.yaml"} {
+	for _, path := range []string{"../../../../examples/review-pair.yaml", "../../../../examples/openai-pair.yaml", "../../../../examples/plugin-pair.yaml", "testdata/bad.yaml"} {
 		b, err := os.ReadFile(path)
 		require.NoError(f, err)
 		f.Add(b)

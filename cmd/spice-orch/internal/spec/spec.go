@@ -79,6 +79,9 @@ type Spec struct {
 	Workers   [2]Worker
 	Handoff   Handoff
 	Limits    Limits
+	// Plugins are runtime tool plugins whose tools join the pair's plan
+	// beside the compiled tools (plugins.go).
+	Plugins []Plugin
 }
 
 // Worker is one worker of the pair.

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/plugins/host"
+)
+
+func newPluginPinCmd(env Env) *cobra.Command {
+	var pin string
+	return withPinFlag(&cobra.Command{
+		Use:   "pin SPEC INDEX PATH",
+		Short: "Re-pin a spec's plugin to a new build, verified, for future runs",
+		Long: `pin rolls a new build of a plugin into a pair spec: it launches and
+verifies the executable at PATH (with --sha256, against that pin; without,
+against the digest of the file as it is now), then rewrites the path and
+sha256 of plugins[INDEX] in SPEC in place. Runs started after it use the
+new build; pairs already running finish on the generation they leased.
+A build that fails verification changes nothing.`,
+		Example: "  spice-orch plugin pin examples/plugin-pair.yaml 0 /opt/plugins/wordcount-1.1",
+		Args:    cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, path := args[0], args[2]
+			i, err := strconv.Atoi(args[1])
+			if err != nil || i < 0 {
+				return usageErr(errors.New("INDEX must be a plugin's index in the spec's plugins list"))
+			}
+			s, err := spec.DecodeFile(file)
+			if err != nil {
+				return usageErr(err)
+			}
+			if i >= len(s.Plugins) {
+				return usageErr(fmt.Errorf("%s lists %d plugins; there is no plugins[%d]", file, len(s.Plugins), i))
+			}
+			if pin == "" {
+				if pin, err = host.Digest(path); err != nil {
+					return usageErr(err)
+				}
+			}
+			old := s.Plugins[i]
+			next := old
+			next.Path, next.SHA256 = path, pin
+			p, err := host.Launch(cmd.Context(), compose.PluginConfig(next))
+			if err != nil {
+				printStderrTail(env.Stderr, err)
+				if errors.Is(err, host.ErrRelativePath) || errors.Is(err, host.ErrConfig) {
+					return usageErr(err)
+				}
+				return failed(fmt.Errorf("the new build was refused; %s is unchanged: %w", file, err))
+			}
+			m := p.Manifest()
+			if err := p.Close(); err != nil {
+				return failed(err)
+			}
+			if err := rewritePin(file, i, path, pin); err != nil {
+				return failed(err)
+			}
+			_, err = fmt.Fprintf(env.Stdout, "%s: plugins[%d] pinned to %s %s (sha256 %s, was %s)\nruns started from now use it; running pairs finish on their generation\n",
+				file, i, m.Name, m.Version, pin, old.SHA256)
+			return err
+		},
+	}, &pin)
+}
+
+func withPinFlag(cmd *cobra.Command, pin *string) *cobra.Command {
+	cmd.Flags().StringVar(pin, "sha256", "", "the pin of the new build (default: the digest of PATH now)")
+	return cmd
+}
+
+// rewritePin replaces the path and sha256 values of plugins[i] in the spec
+// file in place, keeping every other byte, and checks the result decodes.
+func rewritePin(file string, i int, path, pin string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 {
+		return errors.New("cannot parse " + file)
+	}
+	pathNode, pinNode := pluginNodes(doc.Content[0], i)
+	if pathNode == nil || pinNode == nil {
+		return errors.New(file + ": plugins[" + strconv.Itoa(i) + "] has no path or sha256 to rewrite")
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	// The later node first, so the earlier one's column stays right.
+	first, second := pathNode, pinNode
+	if second.Line < first.Line || second.Line == first.Line && second.Column < first.Column {
+		first, second = second, first
+	}
+	for _, n := range []*yaml.Node{second, first} {
+		v := path
+		if n == pinNode {
+			v = pin
+		}
+		if err := replaceScalar(lines, n, v); err != nil {
+			return errors.New(file + ": " + err.Error() + "; edit plugins[" + strconv.Itoa(i) + "] by hand")
+		}
+	}
+	out := strings.Join(lines, "")
+	if _, err := spec.Decode(file, []byte(out)); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".pin")
+	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+func pluginNodes(root *yaml.Node, i int) (path, pin *yaml.Node) {
+	for k := 0; k+1 < len(root.Content); k += 2 {
+		if root.Content[k].Value != "plugins" || root.Content[k+1].Kind != yaml.SequenceNode || i >= len(root.Content[k+1].Content) {
+			continue
+		}
+		entry := root.Content[k+1].Content[i]
+		for j := 0; j+1 < len(entry.Content); j += 2 {
+			switch entry.Content[j].Value {
+			case "path":
+				path = entry.Content[j+1]
+			case "sha256":
+				pin = entry.Content[j+1]
+			}
+		}
+	}
+	return path, pin
+}
+
+// replaceScalar swaps the scalar n for v in the same style.
+func replaceScalar(lines []string, n *yaml.Node, v string) error {
+	var was, now string
+	switch n.Style {
+	case 0:
+		was, now = n.Value, v
+	case yaml.DoubleQuotedStyle:
+		was, now = `"`+n.Value+`"`, `"`+v+`"`
+	case yaml.SingleQuotedStyle:
+		was, now = `'`+n.Value+`'`, `'`+v+`'`
+	default:
+		return errors.New("an unusual YAML style")
+	}
+	if strings.ContainsAny(v, "\"'\\#:\n") || n.Line < 1 || n.Line > len(lines) {
+		return errors.New("a value that needs quoting")
+	}
+	l, c := lines[n.Line-1], n.Column-1
+	if c < 0 || !strings.HasPrefix(l[c:], was) {
+		return errors.New("a value written in a way this command does not rewrite")
+	}
+	lines[n.Line-1] = l[:c] + now + l[c+len(was):]
+	return nil
+}

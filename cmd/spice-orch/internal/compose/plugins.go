@@ -1,0 +1,64 @@
+package compose
+
+import (
+	"context"
+	"slices"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/plugins/host"
+	"github.com/spice-orch/spice-orch/tools"
+)
+
+// PluginConfig is the host configuration of a spec's plugin entry.
+func PluginConfig(p spec.Plugin) host.Config {
+	b := p.Bounds
+	return host.Config{
+		Path: p.Path, SHA256: p.SHA256, Name: p.Name,
+		StartupTimeout: b.StartupTimeout, CallTimeout: b.CallTimeout,
+		CancelGrace: b.CancelGrace, ShutdownGrace: b.ShutdownGrace,
+		MaxRequestBytes: b.MaxRequestBytes, MaxResponseBytes: b.MaxResponseBytes,
+		MaxConcurrentCalls: b.MaxConcurrentCalls,
+	}
+}
+
+// pluginPlan makes the pair's plan source when the spec lists plugins: a
+// host.Source over the compiled tools and one verified generation of each
+// plugin (plans planID-1, planID-2, ...). A plugin that cannot be verified
+// is a *ConfigError: the spec's pin or path is what the user fixes.
+func pluginPlan(workspace, planID string, ps []spec.Plugin) (*host.Source, plan.Identity, []string, error) {
+	compiled, err := tools.New(tools.Config{Root: workspace})
+	if err != nil {
+		return nil, plan.Identity{}, nil, &ConfigError{err}
+	}
+	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: compiled}
+	for _, p := range ps {
+		cfg.Plugins = append(cfg.Plugins, PluginConfig(p))
+	}
+	src, err := host.NewSource(context.Background(), cfg)
+	if err != nil {
+		return nil, plan.Identity{}, nil, &ConfigError{err}
+	}
+	l, err := src.Lease(context.Background())
+	if err != nil {
+		_ = src.Close()
+		return nil, plan.Identity{}, nil, err
+	}
+	pl := l.Plan()
+	_ = l.Release(context.Background())
+	var names []string
+	for def := range pl.Definitions() {
+		names = append(names, def.Name())
+	}
+	slices.Sort(names)
+	return src, pl.Identity(), names, nil
+}
+
+// Generations describes the plugin generations of the pair's plan; none
+// without plugins.
+func (p *Pair) Generations() []host.GenerationInfo {
+	if p.plugins == nil {
+		return nil
+	}
+	return p.plugins.Current().Generations
+}

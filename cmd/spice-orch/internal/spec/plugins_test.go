@@ -1,0 +1,35 @@
+package spec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+)
+
+func TestP1_SpecPluginsNeedAnAbsolutePathAndAPin(t *testing.T) {
+	s, err := spec.DecodeFile("../../../../examples/plugin-pair.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []spec.Plugin{{Path: "/path/to/wordcount", SHA256: strings.Repeat("0", 64), Name: "wordcount",
+		Bounds: spec.PluginBounds{StartupTimeout: 10 * time.Second, CallTimeout: 5 * time.Second}}}, s.Plugins)
+
+	pin := strings.Repeat("a", 64)
+	for entry, want := range map[string]string{
+		`{path: wordcount, sha256: "` + pin + `"}`:                          "plugins[0].path: must be a clean absolute path",
+		`{path: ./bin/wordcount, sha256: "` + pin + `"}`:                    "plugins[0].path: must be a clean absolute path",
+		`{path: /bin/x, sha256: "ABC"}`:                                     "plugins[0].sha256: must be 64 lower-case hex",
+		`{path: /bin/x}`:                                                    "plugins[0].sha256: required",
+		`{path: /bin/x, sha256: "` + pin + `", dir: /tmp}`:                  `unknown field "dir"`,
+		`{path: /bin/x, sha256: "` + pin + `", bounds: {call_timeout: 0s}}`: "plugins[0].bounds.call_timeout: must be positive",
+		`{path: /bin/x, sha256: "` + pin + `", name: "Bad Name"}`:           "plugins[0].name",
+	} {
+		_, err := spec.Decode("p.yaml", []byte(minimal+"plugins:\n  - "+entry+"\n"))
+		var se *spec.Error
+		require.True(t, errors.As(err, &se), entry)
+		require.Contains(t, err.Error(), want, entry)
+	}
+}

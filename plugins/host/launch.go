@@ -1,0 +1,362 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/spice-orch/spice-orch/plugins/handshake"
+	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
+)
+
+// afterVerify runs between the digest check and the exec; tests swap the
+// file there.
+var afterVerify func(path string)
+
+// windowBytes is the HTTP/2 flow-control window of plugin connections.
+const windowBytes = 4 << 20
+
+// maxSocketPath is below every system's sun_path limit.
+const maxSocketPath = 100
+
+// Plugin is one launched, verified plugin process and its connection.
+type Plugin struct {
+	cfg      Config
+	manifest Manifest
+	tools    []*Tool
+	secret   handshake.Secret
+
+	cmd      *exec.Cmd
+	pgid     int
+	dir      string
+	stdin    *os.File
+	target   string
+	callOpts []grpc.CallOption // the plugin's smaller message bounds, if any
+	conn     *grpc.ClientConn
+	client   pb.PluginServiceClient
+	stderr   *tail
+	slots    chan struct{}
+
+	exited  chan struct{} // closed when the process has been reaped
+	waitErr error         // set before exited closes
+	readers sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight int           // calls between beginCall and endCall
+	idle     chan struct{} // closed when inflight drops to zero; nil if nobody waits
+
+	closeOnce sync.Once
+	closing   chan struct{}   // closed when Close starts: new calls are refused
+	forced    context.Context // done when the host stops the plugin by force
+	force     context.CancelFunc
+}
+
+// Launch starts the plugin of cfg, verifies it and returns it ready to
+// serve. On error nothing of the launch is left: no process, no directory.
+func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	f, err := openVerified(cfg.Path, cfg.SHA256, cfg.MaxBinaryBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if afterVerify != nil {
+		afterVerify(cfg.Path)
+	}
+	secret, err := handshake.NewSecret(cfg.Random)
+	if err != nil {
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "no secret", Err: err}
+	}
+	dir, err := os.MkdirTemp(cfg.SocketRoot, "spice-plugin-")
+	if err != nil {
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot make the private directory", Err: err}
+	}
+	if len(filepath.Join(dir, "x.sock"))+16 > maxSocketPath {
+		os.RemoveAll(dir)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrConfig, Reason: "socket_root is too long for a Unix socket path"}
+	}
+	p := &Plugin{
+		cfg: cfg, secret: secret, dir: dir,
+		stderr:  &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
+		slots:   make(chan struct{}, cfg.MaxConcurrentCalls),
+		exited:  make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	p.forced, p.force = context.WithCancel(context.Background())
+	lineCh, err := p.start(f)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := p.verify(ctx, f, lineCh); err != nil {
+		p.force()
+		p.stop(0)
+		var le *LaunchError
+		if errors.As(err, &le) {
+			le.Stderr = p.stderr.snapshot()
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+// start executes the verified open file f in a new process group.
+func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
+	cfg := p.cfg
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Err: err}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Err: err}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Err: err}
+	}
+	wd := cfg.Dir
+	if wd == "" {
+		wd = p.dir
+	}
+	env := append(append([]string(nil), cfg.Env...),
+		handshake.EnvProtocols+"="+handshake.FormatVersions(handshake.Version),
+		handshake.EnvDir+"="+p.dir)
+	cmd := &exec.Cmd{
+		// The child's fd 3 is the file that was hashed: exec it, not the
+		// path, which may name another file by now.
+		Path: execPath, Args: []string{cfg.Path}, Env: env, Dir: wd,
+		Stdin: inR, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{f},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if execPath == "" {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrUnsupported}
+	}
+	if err := startRetrying(cmd); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
+	}
+	closeAll(inR, outW, errW)
+	p.cmd, p.pgid, p.stdin = cmd, cmd.Process.Pid, inW
+	go func() {
+		err := cmd.Wait()
+		p.waitErr = err
+		close(p.exited)
+	}()
+	// The secret goes on stdin, never on the command line or in the
+	// environment. A pipe holds far more than one line, so this does not
+	// block on a plugin that does not read.
+	if _, err := inW.Write(p.secret.Line()); err != nil {
+		p.readers.Add(2)
+		go func() { defer p.readers.Done(); p.stderr.read(errR); errR.Close() }()
+		go func() { defer p.readers.Done(); _, _ = io.Copy(io.Discard, outR); outR.Close() }()
+		p.force()
+		p.stop(0)
+		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot write the secret", Err: err}
+	}
+	lineCh := make(chan lineResult, 1)
+	p.readers.Add(2)
+	go func() { defer p.readers.Done(); p.stderr.read(errR); errR.Close() }()
+	go func() {
+		defer p.readers.Done()
+		defer outR.Close()
+		br := bufio.NewReaderSize(outR, cfg.MaxHandshakeBytes)
+		b, err := br.ReadSlice('\n')
+		lineCh <- lineResult{line: string(b), err: err}
+		// After the line, stdout is drained and discarded so that the
+		// plugin never blocks on it.
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	return lineCh, nil
+}
+
+// startRetrying starts cmd, retrying a few times while the file is busy:
+// a file written just before can still be open for writing in a process
+// another goroutine forked and has not exec'd yet (golang/go#22315).
+func startRetrying(cmd *exec.Cmd) error {
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 5 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		<-t.C
+		wait *= 2
+		// A Cmd cannot be started twice: make a fresh one like it.
+		next := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
+		*cmd = *next
+	}
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// verify waits for the handshake line, checks it, connects and verifies
+// the manifest, all within the startup timeout.
+func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResult) error {
+	cfg := p.cfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	defer cancel()
+	fail := func(kind error, reason string, err error) error {
+		return &LaunchError{Path: cfg.Path, Kind: kind, Reason: reason, Err: err}
+	}
+	var lr lineResult
+	select {
+	case lr = <-lineCh:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail(ErrStartTimeout, "no handshake line within "+cfg.StartupTimeout.String(), nil)
+		}
+		return fail(ErrStartup, "cancelled", ctx.Err())
+	}
+	line, hasNL := strings.CutSuffix(lr.line, "\n")
+	switch {
+	case lr.err == bufio.ErrBufferFull:
+		if !strings.HasPrefix(line, handshake.Prefix+"|") {
+			return fail(ErrContaminated, "", nil)
+		}
+		return fail(ErrHandshake, "the line exceeds max_handshake_bytes", nil)
+	case !hasNL && !strings.HasPrefix(handshake.Prefix+"|", line) && !strings.HasPrefix(line, handshake.Prefix+"|"):
+		return fail(ErrContaminated, "", nil)
+	case !hasNL:
+		return fail(ErrExited, "stdout closed before the handshake line", lr.err)
+	case !strings.HasPrefix(line, handshake.Prefix+"|"):
+		return fail(ErrContaminated, "", nil)
+	}
+	hl, err := handshake.Parse(line)
+	if err != nil {
+		return fail(ErrHandshake, err.Error(), err)
+	}
+	if hl.Version != handshake.Version {
+		return fail(ErrProtocol, "the handshake names another version", nil)
+	}
+	if !p.secret.CheckProof(hl) {
+		return fail(ErrProof, "", nil)
+	}
+	target := "passthrough:///127.0.0.1"
+	switch hl.Network {
+	case handshake.NetworkUnix:
+		if !hl.InDir(p.dir) {
+			return fail(ErrHandshake, "the socket is not in the private directory", nil)
+		}
+		target = "unix://" + hl.Address
+	case handshake.NetworkTCP:
+		target = "passthrough:///" + hl.Address
+	}
+	// The bytes that run cannot be written any more (the kernel refuses
+	// writes to a running executable): hash them again, so an overwrite
+	// in place between the check and the exec is caught here.
+	got, err := hashAt(f, cfg.MaxBinaryBytes)
+	if err != nil {
+		return err
+	}
+	if !sameDigest(got, cfg.SHA256) {
+		return fail(ErrDigest, "the file changed between the check and the exec", nil)
+	}
+	p.target = target
+	conn, err := newConn(target, p.secret.HostAuth(), cfg)
+	if err != nil {
+		return fail(ErrStartup, "cannot connect", err)
+	}
+	p.conn, p.client = conn, pb.NewPluginServiceClient(conn)
+	resp, err := p.client.Describe(ctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail(ErrStartTimeout, "no manifest within "+cfg.StartupTimeout.String(), err)
+		}
+		return fail(ErrStartup, "describe failed", err)
+	}
+	m, err := verifyManifest(resp.GetManifest(), cfg)
+	if err != nil {
+		return err
+	}
+	m.Digest = cfg.SHA256
+	m.Path = cfg.Path
+	p.manifest = m
+	if m.Bounds.MaxResponseBytes < cfg.MaxResponseBytes {
+		p.callOpts = append(p.callOpts, grpc.MaxCallRecvMsgSize(m.Bounds.MaxResponseBytes))
+	}
+	if m.Bounds.MaxRequestBytes < cfg.MaxRequestBytes {
+		p.callOpts = append(p.callOpts, grpc.MaxCallSendMsgSize(m.Bounds.MaxRequestBytes))
+	}
+	p.tools = make([]*Tool, len(m.Tools))
+	for i, def := range m.Tools {
+		p.tools[i] = &Tool{p: p, def: def}
+	}
+	return nil
+}
+
+// newConn makes the one gRPC connection of a launch, with the message
+// bounds both ways and the host's proof on every call.
+func newConn(target, auth string, cfg Config) (*grpc.ClientConn, error) {
+	return grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(authCreds{value: auth}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes), grpc.MaxCallSendMsgSize(cfg.MaxRequestBytes)),
+		grpc.WithDisableServiceConfig(),
+		grpc.WithSharedWriteBuffer(true),
+		// Fixed windows turn off BDP estimation, whose pings cost a local
+		// connection round trips for nothing.
+		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
+	)
+}
+
+// authCreds attaches the host's proof of the secret to every call.
+type authCreds struct{ value string }
+
+func (a authCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{handshake.AuthMetadata: a.value}, nil
+}
+
+func (authCreds) RequireTransportSecurity() bool { return false }
+
+// stop ends the process group: after grace (0: at once) it kills the
+// group, waits for the leader and, bounded, for the group to vanish.
+func (p *Plugin) stop(grace time.Duration) {
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		select {
+		case <-p.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	killGroup(p.pgid)
+	<-p.exited
+	waitGroupGone(p.pgid, killWait)
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	p.readers.Wait()
+	os.RemoveAll(p.dir)
+}
