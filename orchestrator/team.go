@@ -3,9 +3,9 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/workers"
 )
 
@@ -29,7 +29,10 @@ func (c *crew) build(cfg *Config, n settings) error {
 		}
 		if n.Delivery == Live {
 			c.relays[i] = relay{c: c, w: i}
-			wc.Engine.Required = append([]eventlog.Observer{&c.relays[i]}, wc.Engine.Required...)
+			// Last: a run event reaches the timeline (and what prints
+			// it) only once the host's observers, a store, took it, and
+			// not at all when one refused it.
+			wc.Engine.Required = append(slices.Clone(wc.Engine.Required), &c.relays[i])
 		}
 		w, err := workers.New(wc)
 		if err != nil {

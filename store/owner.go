@@ -25,8 +25,27 @@ import (
 // The stamp is a TEMP trigger on the writer's own connection: the event
 // write path is unchanged, and only a log's first event pays for it.
 
-// ownerDir is the directory of a store's owner lock files.
-func ownerDir(path string) string { return path + "-owners" }
+// ownerDir is the directory of a store's owner lock files, beside the
+// store's file under its resolved name, as SQLite resolves it: every open
+// of one file, by whatever name (a symlink, a relative path), finds the
+// same owners.
+func ownerDir(path string) string { return resolved(path) + "-owners" }
+
+// resolved is path absolute and without symlinks, as far as it exists.
+func resolved(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	// A store not created yet: its directory may exist.
+	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(r, filepath.Base(abs))
+	}
+	return abs
+}
 
 // owner is this open's registration.
 type owner struct {
@@ -43,7 +62,7 @@ func (s *Store) register(ctx context.Context, conn *sql.Conn, path string) error
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	o := &owner{token: hex.EncodeToString(b[:]), dir: ownerDir(path)}
+	o := &owner{token: hex.EncodeToString(b[:]), dir: s.ownerDir}
 	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return fmt.Errorf("store: owner lock: %w", err)
 	}

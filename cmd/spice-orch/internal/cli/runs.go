@@ -141,7 +141,7 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
 				return err
 			}
 			if !ok {
-				fmt.Fprintf(env.Stdout, "no pairs recorded yet (no store at %s)\n", path)
+				fmt.Fprintf(env.Stdout, "no pairs recorded yet (no store at %s)\n", render.Field(path))
 				return nil
 			}
 			defer st.Close()
@@ -150,7 +150,7 @@ func newListCmd(env Env, f *runsFlags) *cobra.Command {
 				return usageOrFailed(err)
 			}
 			if len(pairs) == 0 {
-				fmt.Fprintf(env.Stdout, "no pairs recorded in %s\n", path)
+				fmt.Fprintf(env.Stdout, "no pairs recorded in %s\n", render.Field(path))
 				return nil
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
