@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"iter"
 	"maps"
 	"net/http"
 	"slices"
@@ -128,23 +129,23 @@ func Build(o Options) (*Pair, error) {
 	p := &Pair{}
 	var plans plan.Source
 	var ident plan.Identity
-	var names []string
+	var defs map[string]tool.Definition
 	var err error
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, names, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
+		src, ident, defs, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
 		if err != nil {
 			return nil, err
 		}
 		plans, p.plugins = src, src
 		p.closers = append(p.closers, func() { _ = src.Close() })
-	} else if plans, ident, names, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
+	} else if plans, ident, defs, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
-	p.Plan, p.Tools = ident, names
+	p.Plan, p.Tools = ident, slices.Sorted(maps.Keys(defs))
 	var ws [2]workers.Config
 	for i, w := range o.Spec.Workers {
-		if ws[i], err = p.worker(o, workerField(i), w, names); err != nil {
+		if ws[i], err = p.worker(o, workerField(i), w, defs); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -182,7 +183,7 @@ func Build(o Options) (*Pair, error) {
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
 // the workspace, behind one dispatcher.
-func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string, error) {
+func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
@@ -199,23 +200,28 @@ func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string,
 	if err != nil {
 		return nil, plan.Identity{}, nil, err
 	}
-	var names []string
-	for def := range pl.Definitions() {
-		names = append(names, def.Name())
+	return mem, pl.Identity(), definitionsOf(pl.Definitions()), nil
+}
+
+// definitionsOf indexes a plan's tool definitions by name, for checking
+// scripted calls against the tools the pair will really have.
+func definitionsOf(seq iter.Seq[tool.Definition]) map[string]tool.Definition {
+	defs := make(map[string]tool.Definition)
+	for def := range seq {
+		defs[def.Name()] = def
 	}
-	slices.Sort(names)
-	return mem, pl.Identity(), names, nil
+	return defs
 }
 
 // worker builds one worker's config: definition, provider and engine
 // parts. Its run IDs are "<pair>/<role>/run-N".
-func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string) (workers.Config, error) {
+func (p *Pair) worker(o Options, field string, w spec.Worker, defs map[string]tool.Definition) (workers.Config, error) {
 	def, err := engine.NewDefinition(engine.DefinitionConfig{
 		Name: w.Role, Model: w.Model, System: w.System, MaxTurns: w.MaxTurns})
 	if err != nil {
 		return workers.Config{}, &ConfigError{err}
 	}
-	prov, err := p.provider(o, field, w, toolNames)
+	prov, err := p.provider(o, field, w, defs)
 	if err != nil {
 		return workers.Config{}, err
 	}
@@ -226,13 +232,9 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 	return workers.Config{Role: w.Role, Definition: def, Engine: eng}, nil
 }
 
-func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
+func (p *Pair) provider(o Options, field string, w spec.Worker, defs map[string]tool.Definition) (model.Provider, error) {
 	switch w.Provider {
 	case spec.Scripted:
-		defs, err := definitions()
-		if err != nil {
-			return nil, err
-		}
 		if err := checkCalls(o.Spec.File, field, w, defs); err != nil {
 			return nil, &ConfigError{err}
 		}
