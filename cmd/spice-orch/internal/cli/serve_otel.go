@@ -69,9 +69,10 @@ func (o *serveOTel) metrics() http.Handler {
 }
 
 // submitContext is server.Config.SubmitContext: the context a pair is
-// built under carries the remote span of the request's traceparent, which
-// pair continues (telemetry.ContinueRequest, in the two halves the server
-// hands out: the request here, the pair ID at build).
+// built under carries the remote span of the request's traceparent, for
+// the pair to continue: telemetry.ContinueRequest in the two halves the
+// server hands out, the request here and the new pair's ID at build
+// (serveOTel.pair), both before the pair is submitted.
 func (o *serveOTel) submitContext(ctx context.Context, r *http.Request) context.Context {
 	return telemetry.Extract(ctx, r.Header)
 }

@@ -57,6 +57,8 @@ func newSpanSink() *spanSink {
 }
 
 func (s *spanSink) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	// Kept first, so a test handed a root finds it among the spans.
+	err := s.InMemoryExporter.ExportSpans(ctx, spans)
 	for _, sp := range spans {
 		if strings.HasPrefix(sp.Name(), "invoke_workflow ") {
 			select {
@@ -65,7 +67,7 @@ func (s *spanSink) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 			}
 		}
 	}
-	return s.InMemoryExporter.ExportSpans(ctx, spans)
+	return err
 }
 
 // Shutdown keeps the spans (the in-memory exporter's own forgets them).
@@ -302,9 +304,11 @@ func TestD3_ServeWithoutOTelAttachesNothing(t *testing.T) {
 	require.False(t, s.sink.shutdown.Load())
 
 	dir := t.TempDir()
-	err := runServe(context.Background(), Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return bad[k] }},
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := runServe(ctx, Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return bad[k] }},
 		serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), pairs: 1, queue: 1, maxConns: 1, otel: true},
-		serveHooks{ready: func(string) { t.Error("serve listened with a bad OTEL_* setting") }})
+		serveHooks{ready: func(string) { t.Error("serve listened with a bad OTEL_* setting"); cancel() }})
 	var xe *exitError
 	require.ErrorAs(t, err, &xe)
 	require.Equal(t, ExitUsage, xe.code)
