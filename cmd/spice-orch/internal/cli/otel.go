@@ -44,33 +44,54 @@ type otelSession struct {
 	tel       *telemetry.Telemetry
 }
 
-// startOTel builds telemetry from the environment. Telemetry can never
-// fail a pair, but a setting it does not understand is a usage error,
-// said before anything runs.
-func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]string) (*otelSession, error) {
-	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{
-		Getenv: env.Getenv, ServiceVersion: version(), Console: env.Stderr, Metrics: metrics,
-	})
+// setupOTel builds the providers from the environment, for every command
+// with --otel. Telemetry can never fail a pair, but a setting it does not
+// understand is a usage error, said before anything runs.
+func setupOTel(ctx context.Context, env Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
+	o.Getenv, o.ServiceVersion, o.Console = env.Getenv, version(), env.Stderr
+	ps, err := telemetry.Setup(ctx, o)
 	if err != nil {
 		if errors.Is(err, telemetry.ErrUnsupported) {
 			return nil, usageErr(err)
 		}
 		return nil, failed(fmt.Errorf("telemetry: %w", err))
 	}
+	return ps, nil
+}
+
+// newTelemetry draws with ps, naming each worker role's provider.
+func newTelemetry(ps *telemetry.Providers, providers map[string]string) (*telemetry.Telemetry, error) {
 	cfg := ps.Config()
 	cfg.Providers = providers
 	tel, err := telemetry.New(cfg)
 	if err != nil {
-		_ = ps.Shutdown(ctx)
 		return nil, usageErr(err)
+	}
+	return tel, nil
+}
+
+// startOTel builds telemetry from the environment for a command that
+// draws one pair (run, export-trace).
+func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]string) (*otelSession, error) {
+	ps, err := setupOTel(ctx, env, telemetry.SetupOptions{Metrics: metrics})
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newTelemetry(ps, providers)
+	if err != nil {
+		_ = ps.Shutdown(ctx)
+		return nil, err
 	}
 	return &otelSession{providers: ps, tel: tel}, nil
 }
 
 // observe adds the session to a pair's timeline as a best-effort
 // observer: it never blocks or fails the pair.
-func (o *otelSession) observe(cfg *orchestrator.Config) {
-	cfg.Timeline.BestEffort = append(cfg.Timeline.BestEffort, o.tel)
+func (o *otelSession) observe(cfg *orchestrator.Config) { observeOTel(cfg, o.tel) }
+
+// observeOTel adds tel to a pair's timeline as a best-effort observer.
+func observeOTel(cfg *orchestrator.Config, tel *telemetry.Telemetry) {
+	cfg.Timeline.BestEffort = append(cfg.Timeline.BestEffort, tel)
 	cfg.Timeline.Mailbox = max(cfg.Timeline.Mailbox, telemetry.Mailbox)
 }
 
@@ -78,13 +99,21 @@ func (o *otelSession) observe(cfg *orchestrator.Config) {
 // on stderr what could not be sent or drawn: telemetry never changes a
 // command's exit code.
 func (o *otelSession) shutdown(stderr io.Writer) {
+	st := o.tel.Stats()
+	shutdownOTel(stderr, o.providers, st.Lost+st.Failures)
+}
+
+// shutdownOTel flushes and stops ps within otelShutdownTimeout, and says
+// on stderr what could not be sent, and how many timeline events could
+// not be drawn.
+func shutdownOTel(stderr io.Writer, ps *telemetry.Providers, undrawn uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), otelShutdownTimeout)
 	defer cancel()
-	if err := o.providers.Shutdown(ctx); err != nil {
+	if err := ps.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "spice-orch: telemetry: not all of it was sent: %s\n", oneLine(err.Error()))
 	}
-	if st := o.tel.Stats(); st.Lost+st.Failures > 0 {
-		fmt.Fprintf(stderr, "spice-orch: telemetry: %d timeline events could not be drawn\n", st.Lost+st.Failures)
+	if undrawn > 0 {
+		fmt.Fprintf(stderr, "spice-orch: telemetry: %d timeline events could not be drawn\n", undrawn)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/server"
 )
@@ -36,6 +37,7 @@ type serveFlags struct {
 	pace        time.Duration
 	demo        bool
 	allowOpenAI bool
+	otel        bool
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -45,6 +47,11 @@ type serveHooks struct {
 	ready    func(url string)
 	// store wraps the store as the pairs' required observer.
 	store func(eventlog.Observer) eventlog.Observer
+	// setup builds the telemetry providers with --otel; nil reads the
+	// environment (setupOTel).
+	setup setupFunc
+	// built sees every pair config the server built, before submission.
+	built func(cfg *orchestrator.Config)
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -69,10 +76,18 @@ TOKEN' and the page asks for it. A spec sent over HTTP may not name a
 workspace: each pair gets its own under --data-dir. Workers with provider
 openai are refused unless --allow-openai, and never with a base_url.
 
+With --otel every pair is traced as by 'run --otel' (the OTEL_*
+environment), a POST /v1/pairs with a W3C traceparent header continues
+that trace, and GET /metrics serves Prometheus metrics behind the same
+token as the API: token usage, operation durations, pairs ended, tool
+calls, and the scheduler's queue depth and running pairs. Without
+--otel there is no /metrics and the OTEL_* environment is not read.
+
 Built-in scripted pairs are paced (--pace) so they can be watched; --demo
 starts one at start-up.`,
 		Example: `  spice-orch serve
   spice-orch serve --addr 127.0.0.1:8080 --pairs 8 --queue 256
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 spice-orch serve --otel
   SPICE_ORCH_TOKEN=$(openssl rand -hex 16) spice-orch serve --addr 0.0.0.0:7070 --host orch.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -95,6 +110,7 @@ starts one at start-up.`,
 	fl.DurationVar(&f.pace, "pace", 150*time.Millisecond, "pause after each timeline event of an all-scripted pair, so it can be watched (0: full speed)")
 	fl.BoolVar(&f.demo, "demo", true, "start the built-in pair once at start-up")
 	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
+	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
 	return cmd
 }
 
@@ -107,6 +123,16 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	}
 	if f.maxConns < 1 {
 		return usageErr(errors.New("--max-conns must be at least 1"))
+	}
+	var tel *serveOTel
+	if f.otel {
+		var err error
+		if tel, err = startServeOTel(ctx, env, hooks.setup); err != nil {
+			return err
+		}
+		// Deferred first, so it runs last: after the pairs have ended and
+		// the store has closed, what they drew is flushed, within a bound.
+		defer tel.shutdown(env.Stderr)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -138,11 +164,21 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if hooks.store != nil {
 		rec = hooks.store(st)
 	}
-	b := &builder{st: rec, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline}
-	srv, err := server.New(server.Config{
+	b := &builder{st: rec, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
+		otel: tel, built: hooks.built}
+	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
 		Examples: examples(), Token: f.token, Hosts: f.hosts,
-	})
+	}
+	if tel != nil {
+		if err := tel.observeScheduler(sched); err != nil {
+			_ = sched.Shutdown(context.Background())
+			return failed(fmt.Errorf("telemetry: %w", err))
+		}
+		cfg.Metrics = tel.metrics()
+		cfg.SubmitContext = tel.submitContext
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		_ = sched.Shutdown(context.Background())
 		return usageErr(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
 )
 
@@ -27,6 +28,8 @@ type builder struct {
 	pace        time.Duration
 	allowOpenAI bool
 	extra       func(pairID string) []eventlog.Observer
+	otel        *serveOTel                 // nil without --otel
+	built       func(*orchestrator.Config) // a test hook
 }
 
 func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
@@ -88,7 +91,19 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		}
 		return server.Built{}, err
 	}
-	return server.Built{Config: &p.Config, Close: p.Close}, nil
+	closeFn := p.Close
+	if b.otel != nil {
+		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))
+		if err != nil {
+			p.Close()
+			return server.Built{}, err
+		}
+		closeFn = func() { p.Close(); drawn() }
+	}
+	if b.built != nil {
+		b.built(&p.Config)
+	}
+	return server.Built{Config: &p.Config, Close: closeFn}, nil
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.
