@@ -21,16 +21,11 @@ type run struct {
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
 // the scheduler is closed and the queue is empty. Each job's pair plays on
-// the slot's runner goroutine, which lives as long as the slot: its stack
-// has grown to what a pair needs once, where a goroutine per pair would
-// grow a new stack for every pair, and while it plays the slot's own
-// goroutine parks, so that the goroutines a job's end woke get to run.
+// this goroutine, which lives as long as the slot: its stack has grown to
+// what a pair needs once, where a goroutine per pair would grow a new stack
+// for every pair, and a job costs no goroutine handoff.
 func (s *Scheduler) serve() {
-	rn := runner{jobs: make(chan *record), ended: make(chan *record)}
-	go rn.run(s)
 	defer func() {
-		close(rn.jobs)
-		<-rn.ended // closed when the runner has returned
 		if s.live.Add(-1) == 0 {
 			s.teams.close()
 			close(s.poolDone)
@@ -41,8 +36,7 @@ func (s *Scheduler) serve() {
 		r, closed := s.step(ended)
 		ended = nil
 		if r != nil {
-			rn.jobs <- r
-			ended = <-rn.ended
+			ended = s.execute(r)
 			continue
 		}
 		if closed {
@@ -55,24 +49,12 @@ func (s *Scheduler) serve() {
 	}
 }
 
-// runner plays one pool slot's pairs, one at a time.
-type runner struct {
-	jobs  chan *record // closed when the slot stops
-	ended chan *record // each job's terminal record; closed on return
-}
-
-func (rn runner) run(s *Scheduler) {
-	defer close(rn.ended)
-	for r := range rn.jobs {
-		rn.ended <- s.execute(r)
-	}
-}
-
-// step stores the terminal record of the job the goroutine has just run,
-// if any, and starts the queued job with the lowest submission number, in
-// one transaction: a job's end and the next one's start cost one write
-// (and the start itself is written behind). When no job is queued it
-// returns nil and whether the scheduler is closed.
+// step records the end of the job the goroutine has just run, if any, and
+// starts the queued job with the lowest submission number, in one write
+// transaction: the end is written behind (finish) and the start too, so a
+// job usually costs no table write of its own. When no job is queued it
+// stores the ends written behind, and returns nil and whether the
+// scheduler is closed.
 //
 // Pending submissions are stored only when the table has no queued job
 // left to start: they come after every stored job, so FIFO holds, and
@@ -81,15 +63,9 @@ func (rn runner) run(s *Scheduler) {
 func (s *Scheduler) step(ended *record) (*record, bool) {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // a no-op after Commit
-	behind := false   // ended's start was never stored
 	if ended != nil {
-		behind = s.finish(txn, ended)
+		s.finish(txn, ended)
 	}
-	defer func() {
-		if behind {
-			s.buffered.Add(-1) // after the commit
-		}
-	}()
 	closed := false
 	q := s.nextQueued(txn)
 	if q == nil {
@@ -97,6 +73,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		q = s.nextQueued(txn)
 	}
 	if q == nil {
+		s.syncEnds(txn) // idle: settle the table
 		txn.Commit()
 		return nil, closed
 	}
@@ -182,16 +159,13 @@ func (s *Scheduler) execute(r *record) *record {
 		end: &ending{at: s.now(), result: res, err: err}}
 }
 
-// finish stores a job's single terminal record and reports whether it
-// took the job's start from the written-behind ones: the caller, which
-// holds a write transaction, must then count it out of buffered once the
-// transaction is committed.
-func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
-	s.mu.Lock()
-	_, behind = s.starts[r.id]
-	delete(s.starts, r.id) // its Running record need never be stored
-	s.mu.Unlock()
-	put(txn, r)
+// finish records a job's end. The terminal record is written behind, in
+// ends, where it replaces the job's start if that was written behind too,
+// and the job's waiters are woken at once; ends are stored in txn, all of
+// them in one batch, when maxEnds are waiting or when this end makes more
+// than Config.Retain finished jobs, so that the oldest are forgotten
+// (retire) before the end is seen. The caller holds txn and must commit it.
+func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	s.counts.running.Add(-1)
 	switch r.state {
 	case Completed:
@@ -201,8 +175,23 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
 	default:
 		s.counts.failed.Add(1)
 	}
-	s.retire(txn, r.id)
-	return behind
+	s.counts.retained.Add(1)
+	s.mu.Lock()
+	if _, behind := s.starts[r.id]; behind {
+		delete(s.starts, r.id) // its Running record need never be stored
+	} else {
+		s.buffered.Add(1)
+	}
+	s.ends[r.id] = r
+	s.endOrder = append(s.endOrder, r)
+	store := len(s.endOrder) >= maxEnds || s.finished.len()+len(s.endOrder) > s.cfg.Retain
+	if !store {
+		s.wakeLocked(r.id)
+	}
+	s.mu.Unlock()
+	if store {
+		s.syncEnds(txn) // wakes r's waiters after the commit
+	}
 }
 
 // runPair plays the pair to its end. The orchestrator contains the pair's

@@ -61,8 +61,18 @@ type Scheduler struct {
 	// write instead of two) or a read needs it stored (syncStarts). A
 	// stored Queued record numbered at most started is thus running;
 	// watch reads such a job's record from starts.
-	starts   map[string]*record // guarded by mu
-	buffered atomic.Int64       // starts not yet committed; drops after the commit
+	starts map[string]*record // guarded by mu
+	// A job's end is written behind too: its terminal record waits in
+	// ends (and endOrder, in the order the jobs ended) until a batch of
+	// them is stored (syncEnds), and stays in ends until that commit.
+	// waits holds the channels that Wait calls block on for a job's end,
+	// closed when it is written behind or stored.
+	ends     map[string]*record       // guarded by mu
+	endOrder []*record                // guarded by mu
+	waits    map[string]chan struct{} // guarded by mu
+	// buffered counts the starts and ends not yet committed; it drops
+	// after the commit.
+	buffered atomic.Int64
 	started  atomic.Uint64      // the last started submission number; written under the writer lock
 	// waiters counts Subscribe calls, which may wait on a queued record
 	// for the job's start: while there are any, starts are stored at once.
@@ -89,8 +99,7 @@ type counters struct {
 }
 
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
-// slots, two goroutines each (the slot and the runner that plays its
-// pairs), which wait for jobs until Close or Shutdown.
+// slots, one goroutine each, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
 	ownIDs := cfg.IDs == nil
 	if err := cfg.normalize(); err != nil {
@@ -105,6 +114,8 @@ func New(cfg Config) (*Scheduler, error) {
 		ownIDs:   ownIDs,
 		db:       db,
 		starts:   make(map[string]*record, cfg.Pairs),
+		ends:     make(map[string]*record, min(maxEnds, cfg.Retain)+1),
+		waits:    make(map[string]chan struct{}),
 		wake:     make(chan struct{}, cfg.Pairs),
 		quit:     make(chan struct{}),
 		poolDone: make(chan struct{}),
@@ -247,8 +258,22 @@ func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
 		if r.state.Terminal() {
 			return r.info(), nil
 		}
+		// Its end may be written behind after watch read it: look
+		// again under mu, which finish holds to wake waits.
+		s.mu.Lock()
+		if e := s.ends[jobID]; e != nil {
+			s.mu.Unlock()
+			return e.info(), nil
+		}
+		done := s.waits[jobID]
+		if done == nil {
+			done = make(chan struct{})
+			s.waits[jobID] = done
+		}
+		s.mu.Unlock()
 		select {
 		case <-ch:
+		case <-done:
 		case <-ctx.Done():
 			return Info{}, ctx.Err()
 		}
@@ -277,6 +302,7 @@ func (s *Scheduler) Cancel(jobID string) error {
 	var started *run
 	txn := s.db.Txn(true)
 	s.syncStarts(txn)
+	s.syncEnds(txn) // an ended job must not be cancelled as queued
 	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
 		switch q := raw.(*record); q.state {
 		case Queued:
@@ -385,6 +411,7 @@ func (s *Scheduler) stop(cancel bool) {
 	txn := s.db.Txn(true)
 	s.drain(txn)
 	s.syncStarts(txn) // a started job must not be cancelled as queued
+	s.syncEnds(txn)
 	if cancel {
 		var queued []*record
 		if it, err := txn.Get(table, stateOrder, Queued); err == nil {

@@ -160,8 +160,12 @@ func (stateIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
 	return []byte{byte(s)}, nil
 }
 
-// maxPending bounds the submissions waiting for a transaction.
-const maxPending = 64
+// maxPending bounds the submissions waiting for a transaction, maxEnds
+// the terminal records written behind.
+const (
+	maxPending = 64
+	maxEnds    = 64
+)
 
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
@@ -237,6 +241,49 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	}
 }
 
+// syncEnds stores the terminal records written behind, in the order the
+// jobs ended, and retires them. They stay readable in ends until the
+// commit, so a read never sees a job go back from ended to running, and
+// their waiters are woken after it. The caller holds a write transaction
+// and must commit it.
+func (s *Scheduler) syncEnds(txn *memdb.Txn) {
+	s.mu.Lock()
+	batch := s.endOrder
+	s.endOrder = nil
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	for _, r := range batch {
+		put(txn, r)
+		s.retire(txn, r.id)
+	}
+	txn.Defer(func() { // after the commit
+		s.mu.Lock()
+		for _, r := range batch {
+			if s.ends[r.id] == r {
+				delete(s.ends, r.id)
+			}
+			s.wakeLocked(r.id)
+		}
+		if s.endOrder == nil && cap(batch) <= 2*maxEnds {
+			clear(batch)
+			s.endOrder = batch[:0]
+		}
+		s.mu.Unlock()
+		s.buffered.Add(-int64(len(batch)))
+	})
+}
+
+// wakeLocked wakes the callers waiting for the job's end, if any. The
+// caller holds mu.
+func (s *Scheduler) wakeLocked(jobID string) {
+	if c := s.waits[jobID]; c != nil {
+		close(c)
+		delete(s.waits, jobID)
+	}
+}
+
 // flush makes every job Submit has returned, and every start, visible to
 // read transactions: it stores the pending ones and, by taking the writer
 // lock, waits for a transaction that is storing others.
@@ -253,6 +300,7 @@ func (s *Scheduler) sync() {
 	txn := s.db.Txn(true)
 	s.drain(txn)
 	s.syncStarts(txn)
+	s.syncEnds(txn)
 	txn.Commit()
 }
 
@@ -267,16 +315,21 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 		ch, raw, err := s.db.Txn(false).FirstWatch(table, indexID, jobID)
 		if err == nil && raw != nil {
 			r := raw.(*record)
-			if r.state != Queued || r.seq > s.started.Load() {
+			if r.state.Terminal() || r.state == Queued && r.seq > s.started.Load() {
 				return ch, r
 			}
-			// Started, so running: its Running record is written
-			// behind, or its record is being stored. The channel is
-			// closed when the stored record changes.
+			// Started: its end, or its start, may be written behind,
+			// or its record being stored. The channel is closed when
+			// the stored record changes.
 			s.mu.Lock()
-			b := s.starts[jobID]
+			e, b := s.ends[jobID], s.starts[jobID]
 			s.mu.Unlock()
-			if b != nil {
+			switch {
+			case e != nil:
+				return ch, e
+			case r.state == Running:
+				return ch, r
+			case b != nil:
 				return ch, b
 			}
 			s.sync() // waits for that commit
@@ -304,25 +357,42 @@ func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
 		end: &ending{at: s.now(), err: ErrCancelled}})
 	s.counts.queued.Add(-1)
 	s.counts.cancelled.Add(1)
+	s.counts.retained.Add(1)
 	s.retire(txn, r.id)
+	txn.Defer(func() {
+		s.mu.Lock()
+		s.wakeLocked(r.id)
+		s.mu.Unlock()
+	})
 }
 
-// retire records that a job finished and forgets the job that finished
-// first once more than Config.Retain are kept. The caller holds a write
-// transaction.
+// retire records that a stored job finished (counted in retained when it
+// ended) and forgets the jobs that finished first once more than
+// Config.Retain are kept, waking any caller still waiting for them. The
+// caller holds a write transaction and has stored every earlier end.
 func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
 	s.finished.push(jobID)
 	if s.finished.len() <= s.cfg.Retain {
-		s.counts.retained.Add(1)
 		return
 	}
 	n := max(1, s.cfg.Retain/8)
-	for range n {
-		if err := txn.Delete(table, &record{id: s.finished.pop()}); err != nil {
+	gone := make([]string, n)
+	for i := range gone {
+		gone[i] = s.finished.pop()
+		if err := txn.Delete(table, &record{id: gone[i]}); err != nil {
 			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
 		}
 	}
-	s.counts.retained.Add(1 - int64(n))
+	s.counts.retained.Add(-int64(n))
+	txn.Defer(func() {
+		// A Wait that registered after its job's end was stored
+		// left its channel here.
+		s.mu.Lock()
+		for _, jobID := range gone {
+			s.wakeLocked(jobID)
+		}
+		s.mu.Unlock()
+	})
 }
 
 // put stores r; it fails only on a schema error, which is a bug here.
