@@ -73,7 +73,7 @@ type Scheduler struct {
 	// buffered counts the starts and ends not yet committed; it drops
 	// after the commit.
 	buffered atomic.Int64
-	started  atomic.Uint64      // the last started submission number; written under the writer lock
+	started  atomic.Uint64 // the last started submission number; written under the writer lock
 	// waiters counts Subscribe calls, which may wait on a queued record
 	// for the job's start: while there are any, starts are stored at once.
 	waiters atomic.Int64
