@@ -78,7 +78,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		return nil, closed
 	}
 	ctx, cancel := context.WithCancel(s.base)
-	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg,
+	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg, idKey: q.idKey,
 		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
 	s.started.Store(q.seq)
 	s.counts.queued.Add(-1)

@@ -20,6 +20,9 @@ type record struct {
 	cfg       *orchestrator.Config // until the job leaves the queue
 	run       *run                 // from the job's start
 	end       *ending              // once it has ended
+	// The record's index keys, made once: only write transactions,
+	// under the table's writer lock, read or set them.
+	idKey, stateKey []byte
 }
 
 // ending is what a finished job keeps.
@@ -80,7 +83,11 @@ var errIndexArg = errors.New("scheduler: wrong index argument")
 type idIndexer struct{}
 
 func (idIndexer) FromObject(raw any) (bool, []byte, error) {
-	return true, []byte(raw.(*record).id), nil
+	r := raw.(*record)
+	if r.idKey == nil {
+		r.idKey = []byte(r.id)
+	}
+	return true, r.idKey, nil
 }
 
 func (idIndexer) FromArgs(args ...any) ([]byte, error) {
@@ -130,9 +137,12 @@ type stateIndexer struct{}
 
 func (stateIndexer) FromObject(raw any) (bool, []byte, error) {
 	r := raw.(*record)
-	k := make([]byte, 1, 18)
-	k[0] = byte(r.state)
-	return true, appendSeq(k, r.seq), nil
+	if r.stateKey == nil {
+		k := make([]byte, 1, 18)
+		k[0] = byte(r.state)
+		r.stateKey = appendSeq(k, r.seq)
+	}
+	return true, r.stateKey, nil
 }
 
 // FromArgs takes a state and a submission number.
