@@ -161,7 +161,7 @@ func (s *Scheduler) execute(r *record) *record {
 
 // finish records a job's end. The terminal record is written behind, in
 // ends, where it replaces the job's start if that was written behind too,
-// and the job's waiters are woken at once; ends are stored in txn, all of
+// and the job's waiters are woken at once. Ends are stored in txn, all of
 // them in one batch, when maxEnds are waiting or when this end makes more
 // than Config.Retain finished jobs, so that the oldest are forgotten
 // (retire) before the end is seen. The caller holds txn and must commit it.
@@ -182,12 +182,14 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	} else {
 		s.buffered.Add(1)
 	}
-	s.ends[r.id] = r
 	s.endOrder = append(s.endOrder, r)
 	store := len(s.endOrder) >= maxEnds || s.finished.len()+len(s.endOrder) > s.cfg.Retain
 	if !store {
+		s.ends[r.id] = r
 		s.wakeLocked(r.id)
 	}
+	// Else a read waits for the commit (watch finds the job in neither
+	// ends nor starts), so none sees the end before the retired jobs go.
 	s.mu.Unlock()
 	if store {
 		s.syncEnds(txn) // wakes r's waiters after the commit
