@@ -56,23 +56,37 @@ func (s *Scheduler) serve() {
 // stores the ends written behind, and returns nil and whether the
 // scheduler is closed.
 //
-// Pending submissions are stored only when the table has no queued job
-// left to start: they come after every stored job, so FIFO holds, and
-// storing them in batches (here, or by Submit when the buffer is full, or
-// by a read) shares the copied index nodes among them.
+// When the table has no queued job left to start, the slot takes the
+// oldest pending submission, which comes after every stored job (so FIFO
+// holds) and is then stored only once, when it ends: a job that waits
+// behind fewer than maxPending others never costs a queued record.
+// Pending submissions are otherwise stored in batches, by Submit when the
+// buffer is full or by a read, which shares the copied index nodes.
 func (s *Scheduler) step(ended *record) (*record, bool) {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // a no-op after Commit
 	if ended != nil {
 		s.finish(txn, ended)
 	}
-	closed := false
 	q := s.nextQueued(txn)
-	if q == nil {
-		closed = s.drain(txn)
-		q = s.nextQueued(txn)
+	s.mu.Lock()
+	if q == nil && len(s.pending) > 0 {
+		// The oldest submission, never stored queued: it comes after
+		// every stored job. It moves to starts under mu, so a read
+		// finds it in one place or the other.
+		q = s.pending[0]
+		n := copy(s.pending, s.pending[1:])
+		s.pending[n] = nil
+		s.pending = s.pending[:n]
+		delete(s.unstoredIDs, q.id) // now in starts
+		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
+		s.unsynced.Add(-1)
+	} else if q != nil {
+		s.buffered.Add(1)
 	}
 	if q == nil {
+		closed := s.closed
+		s.mu.Unlock()
 		s.syncEnds(txn) // idle: settle the table
 		txn.Commit()
 		return nil, closed
@@ -80,16 +94,13 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 	ctx, cancel := context.WithCancel(s.base)
 	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg, idKey: q.idKey,
 		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
+	s.starts[r.id] = r
+	s.mu.Unlock()
 	s.started.Store(q.seq)
 	s.counts.queued.Add(-1)
 	s.counts.running.Add(1)
 	if s.waiters.Load() > 0 {
-		put(txn, r) // a Subscribe may be waiting for this start
-	} else {
-		s.buffered.Add(1)
-		s.mu.Lock()
-		s.starts[r.id] = r
-		s.mu.Unlock()
+		s.syncStarts(txn) // a Subscribe may be waiting for this start
 	}
 	txn.Commit()
 	return r, false
@@ -184,12 +195,14 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	}
 	s.endOrder = append(s.endOrder, r)
 	store := len(s.endOrder) >= maxEnds || s.finished.len()+len(s.endOrder) > s.cfg.Retain
-	if !store {
+	if store {
+		// A read waits for the commit (watch finds the job being
+		// stored), so none sees the end before the retired jobs go.
+		s.storing[r.id] = r
+	} else {
 		s.ends[r.id] = r
 		s.wakeLocked(r.id)
 	}
-	// Else a read waits for the commit (watch finds the job in neither
-	// ends nor starts), so none sees the end before the retired jobs go.
 	s.mu.Unlock()
 	if store {
 		s.syncEnds(txn) // wakes r's waiters after the commit

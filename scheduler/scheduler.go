@@ -48,6 +48,8 @@ type Scheduler struct {
 	draining []*record // guarded by mu; the batch a transaction is storing
 	spare    []*record // guarded by mu; a free pending array
 	closed   bool      // guarded by mu
+	// unstoredIDs indexes pending and draining by job ID.
+	unstoredIDs map[string]*record // guarded by mu
 	// unsynced counts submissions not yet committed to the table; it
 	// drops only after the commit, so zero means every job Submit has
 	// returned is visible to a read transaction.
@@ -70,6 +72,9 @@ type Scheduler struct {
 	ends     map[string]*record       // guarded by mu
 	endOrder []*record                // guarded by mu
 	waits    map[string]chan struct{} // guarded by mu
+	// storing holds the records a transaction is storing that are in
+	// neither the table nor starts nor ends until its commit.
+	storing map[string]*record // guarded by mu
 	// buffered counts the starts and ends not yet committed; it drops
 	// after the commit.
 	buffered atomic.Int64
@@ -110,15 +115,17 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		ownIDs:   ownIDs,
-		db:       db,
-		starts:   make(map[string]*record, cfg.Pairs),
-		ends:     make(map[string]*record, min(maxEnds, cfg.Retain)+1),
-		waits:    make(map[string]chan struct{}),
-		wake:     make(chan struct{}, cfg.Pairs),
-		quit:     make(chan struct{}),
-		poolDone: make(chan struct{}),
+		cfg:         cfg,
+		ownIDs:      ownIDs,
+		db:          db,
+		starts:      make(map[string]*record, cfg.Pairs),
+		ends:        make(map[string]*record, min(maxEnds, cfg.Retain)+1),
+		waits:       make(map[string]chan struct{}),
+		storing:     make(map[string]*record),
+		unstoredIDs: make(map[string]*record),
+		wake:        make(chan struct{}, cfg.Pairs),
+		quit:        make(chan struct{}),
+		poolDone:    make(chan struct{}),
 	}
 	s.teams = newTeams(s)
 	if cfg.ModelOps > 0 {
@@ -164,6 +171,7 @@ func (s *Scheduler) Submit(ctx context.Context, job Job) (string, error) {
 	}
 	s.seq = seq
 	s.pending = append(s.pending, &record{id: jobID, seq: seq, state: Queued, submitted: s.now(), cfg: job.Pair})
+	s.unstoredIDs[jobID] = s.pending[len(s.pending)-1]
 	s.unsynced.Add(1)
 	s.counts.queued.Add(1)
 	s.counts.submitted.Add(1)
@@ -301,6 +309,7 @@ func (s *Scheduler) Cancel(jobID string) error {
 	// contexts are cancelled after the commit, outside the writer lock.
 	var started *run
 	txn := s.db.Txn(true)
+	s.drain(txn) // it may be pending
 	s.syncStarts(txn)
 	s.syncEnds(txn) // an ended job must not be cancelled as queued
 	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
@@ -333,6 +342,10 @@ func (s *Scheduler) Subscribe(ctx context.Context, jobID string, afterSeq uint64
 			return nil, ErrNotFound
 		}
 		if r.state == Queued {
+			if ch == nil { // pending: store it, to watch its record
+				s.sync()
+				continue
+			}
 			select {
 			case <-ch:
 				continue

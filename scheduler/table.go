@@ -171,16 +171,18 @@ func (stateIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
 }
 
 // maxPending bounds the submissions waiting for a transaction, maxEnds
-// the terminal records written behind.
+// the terminal records written behind. A slot takes its next job from the
+// pending ones when no stored job is queued, and such a job is never
+// stored queued: the longer the buffer, the more jobs skip that write.
 const (
-	maxPending = 64
+	maxPending = 256
 	maxEnds    = 64
 )
 
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
 func (s *Scheduler) inUse(jobID string) bool {
-	if s.unstored(jobID) {
+	if s.unstored(jobID) || s.starts[jobID] != nil || s.ends[jobID] != nil || s.storing[jobID] != nil {
 		return true
 	}
 	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
@@ -190,17 +192,7 @@ func (s *Scheduler) inUse(jobID string) bool {
 // unstored reports whether a job pending or being stored has the ID. The
 // caller holds mu.
 func (s *Scheduler) unstored(jobID string) bool {
-	for _, r := range s.draining {
-		if r.id == jobID {
-			return true
-		}
-	}
-	for _, r := range s.pending {
-		if r.id == jobID {
-			return true
-		}
-	}
-	return false
+	return s.unstoredIDs[jobID] != nil
 }
 
 // drain stores the pending submissions in txn, oldest first, and reports
@@ -226,6 +218,9 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
 			s.draining = nil
 		}
+		for _, r := range batch {
+			delete(s.unstoredIDs, r.id)
+		}
 		s.moves.Add(1)
 		clear(batch)
 		if s.spare == nil && cap(batch) <= maxPending {
@@ -241,14 +236,31 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	s.mu.Lock()
 	n := len(s.starts)
+	if n == 0 {
+		s.mu.Unlock()
+		return
+	}
+	// In storing until the commit: a job a slot took from pending has
+	// no stored record before this one.
+	batch := make([]*record, 0, n)
 	for jobID, r := range s.starts {
 		put(txn, r)
+		batch = append(batch, r)
+		s.storing[jobID] = r
 		delete(s.starts, jobID)
 	}
 	s.mu.Unlock()
-	if n > 0 {
-		txn.Defer(func() { s.buffered.Add(-int64(n)) })
-	}
+	txn.Defer(func() {
+		s.mu.Lock()
+		for _, r := range batch {
+			if s.storing[r.id] == r {
+				delete(s.storing, r.id)
+			}
+		}
+		s.moves.Add(1)
+		s.mu.Unlock()
+		s.buffered.Add(-int64(n))
+	})
 }
 
 // syncEnds stores the terminal records written behind, in the order the
@@ -274,8 +286,12 @@ func (s *Scheduler) syncEnds(txn *memdb.Txn) {
 			if s.ends[r.id] == r {
 				delete(s.ends, r.id)
 			}
+			if s.storing[r.id] == r {
+				delete(s.storing, r.id)
+			}
 			s.wakeLocked(r.id)
 		}
+		s.moves.Add(1)
 		if s.endOrder == nil && cap(batch) <= 2*maxEnds {
 			clear(batch)
 			s.endOrder = batch[:0]
@@ -315,8 +331,8 @@ func (s *Scheduler) sync() {
 }
 
 // watch reads the job's record and a channel closed when it changes. A job
-// not stored yet may be pending: watch stores the pending ones and looks
-// again.
+// not stored (pending, or written behind) has no channel: its record comes
+// from the buffer, and a caller that waits for its end uses waits.
 func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 	for try := 0; ; try++ {
 		// Read moves before the table: unchanged after it, it means
@@ -342,23 +358,54 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 			case b != nil:
 				return ch, b
 			}
-			s.sync() // waits for that commit
+			s.await() // its record is being stored
 			continue
 		}
-		if try > 0 {
-			return nil, nil // after sync: not stored, not pending
-		}
-		// Not stored when the table was read: unknown, unless pending
-		// or being stored then. Look for it rather than store the
-		// pending jobs, which are cheaper to store in larger batches.
+		// Not stored when the table was read: its start or end may be
+		// written behind (a job taken from pending is stored only
+		// when it ends), or it is pending or being stored. Look for
+		// it rather than store the pending jobs, which are cheaper to
+		// store in larger batches. A job leaves these places only
+		// after the commit that stores it (moves counts that).
 		s.mu.Lock()
-		unstored, moved := s.unstored(jobID), s.moves.Load() != moves
+		e, b, p := s.ends[jobID], s.starts[jobID], s.unstoredIDs[jobID]
+		busy := s.storing[jobID] != nil
+		moved := s.moves.Load() != moves
 		s.mu.Unlock()
-		if !unstored && !moved {
+		switch {
+		case e != nil:
+			return nil, e
+		case b != nil:
+			return nil, b
+		case p != nil:
+			return nil, p // queued; no channel: it is not stored
+		case !busy && !moved:
 			return nil, nil
+		case try >= 2 && !busy:
+			// Moves keep coming: look once more under the writer
+			// lock, with no commit in between.
+			if !s.stored(jobID) {
+				return nil, nil
+			}
 		}
-		s.sync()
+		s.await()
 	}
+}
+
+// await waits for the write transaction in progress, if any, to commit.
+func (s *Scheduler) await() {
+	s.db.Txn(true).Abort()
+}
+
+// stored reports whether the job is in the table, or pending, written
+// behind or being stored, read under the writer lock.
+func (s *Scheduler) stored(jobID string) bool {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, _ := txn.First(table, indexID, jobID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return raw != nil || s.inUse(jobID)
 }
 
 // cancelQueued ends a queued job. The caller holds a write transaction.
