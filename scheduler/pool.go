@@ -65,6 +65,7 @@ func (s *Scheduler) serve() {
 func (s *Scheduler) step(ended *record) (*record, bool) {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // a no-op after Commit
+	writes := s.writes
 	if ended != nil {
 		s.finish(txn, ended)
 	}
@@ -88,7 +89,9 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		closed := s.closed
 		s.mu.Unlock()
 		s.syncEnds(txn) // idle: settle the table
-		txn.Commit()
+		if s.writes != writes {
+			txn.Commit()
+		}
 		return nil, closed
 	}
 	ctx, cancel := context.WithCancel(s.base)
@@ -102,7 +105,9 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 	if s.waiters.Load() > 0 {
 		s.syncStarts(txn) // a Subscribe may be waiting for this start
 	}
-	txn.Commit()
+	if s.writes != writes {
+		txn.Commit() // else Abort: a commit of nothing costs a new root
+	}
 	return r, false
 }
 
@@ -111,6 +116,9 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 // the first queued one after the last started. The caller holds a write
 // transaction.
 func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
+	if s.started.Load() >= s.lastQueued {
+		return nil // every stored queued job has started
+	}
 	it, err := txn.LowerBound(table, indexState, Queued, s.started.Load()+1)
 	if err != nil {
 		return nil

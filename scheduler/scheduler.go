@@ -84,7 +84,12 @@ type Scheduler struct {
 	waiters atomic.Int64
 
 	finished finishedQueue // guarded by the table's writer lock
-	counts   counters
+	// writes counts the table writes, lastQueued is the submission
+	// number of the last job stored queued; both guarded by the table's
+	// writer lock.
+	writes     uint64
+	lastQueued uint64
+	counts     counters
 
 	wake     chan struct{} // a job was queued
 	quit     chan struct{} // closed by Close or Shutdown

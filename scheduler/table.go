@@ -210,8 +210,9 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	s.moves.Add(1)
 	s.mu.Unlock()
 	for _, r := range batch {
-		put(txn, r)
+		s.put(txn, r)
 	}
+	s.lastQueued = batch[len(batch)-1].seq
 	txn.Defer(func() { // after the commit
 		s.unsynced.Add(-int64(len(batch)))
 		s.mu.Lock()
@@ -244,7 +245,7 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	// no stored record before this one.
 	batch := make([]*record, 0, n)
 	for jobID, r := range s.starts {
-		put(txn, r)
+		s.put(txn, r)
 		batch = append(batch, r)
 		s.storing[jobID] = r
 		delete(s.starts, jobID)
@@ -277,7 +278,7 @@ func (s *Scheduler) syncEnds(txn *memdb.Txn) {
 		return
 	}
 	for _, r := range batch {
-		put(txn, r)
+		s.put(txn, r)
 		s.retire(txn, r.id)
 	}
 	txn.Defer(func() { // after the commit
@@ -334,6 +335,20 @@ func (s *Scheduler) sync() {
 // not stored (pending, or written behind) has no channel: its record comes
 // from the buffer, and a caller that waits for its end uses waits.
 func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
+	// A job written behind or pending is found without a read
+	// transaction. ends, then starts, then pending: a job is in a later
+	// one only before it is in an earlier one.
+	s.mu.Lock()
+	e, b, p := s.ends[jobID], s.starts[jobID], s.unstoredIDs[jobID]
+	s.mu.Unlock()
+	switch {
+	case e != nil:
+		return nil, e
+	case b != nil:
+		return nil, b
+	case p != nil:
+		return nil, p
+	}
 	for try := 0; ; try++ {
 		// Read moves before the table: unchanged after it, it means
 		// that no submission left pending or draining in between.
@@ -410,7 +425,7 @@ func (s *Scheduler) stored(jobID string) bool {
 
 // cancelQueued ends a queued job. The caller holds a write transaction.
 func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
-	put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
+	s.put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
 		end: &ending{at: s.now(), err: ErrCancelled}})
 	s.counts.queued.Add(-1)
 	s.counts.cancelled.Add(1)
@@ -436,6 +451,7 @@ func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
 	gone := make([]string, n)
 	for i := range gone {
 		gone[i] = s.finished.pop()
+		s.writes++
 		if err := txn.Delete(table, &record{id: gone[i]}); err != nil {
 			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
 		}
@@ -453,7 +469,8 @@ func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
 }
 
 // put stores r; it fails only on a schema error, which is a bug here.
-func put(txn *memdb.Txn, r *record) {
+func (s *Scheduler) put(txn *memdb.Txn, r *record) {
+	s.writes++
 	if err := txn.Insert(table, r); err != nil {
 		panic("scheduler: " + err.Error())
 	}
