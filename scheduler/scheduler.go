@@ -278,6 +278,13 @@ func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
 			s.mu.Unlock()
 			return e.info(), nil
 		}
+		if ch == nil && s.starts[jobID] == nil && s.unstoredIDs[jobID] == nil && s.storing[jobID] == nil {
+			// Read from a buffer it has left since, and no table
+			// channel to wake on: its end may have been woken
+			// already. Look again.
+			s.mu.Unlock()
+			continue
+		}
 		done := s.waits[jobID]
 		if done == nil {
 			done = make(chan struct{})
