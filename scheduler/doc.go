@@ -20,9 +20,16 @@
 // watch channels. Every method sees a job once Submit has returned its ID
 // and sees a job running once it has started, though both are written
 // behind: Submit only appends to a short buffer that a later transaction
-// stores, and a start is stored with the job's end unless a method needs
+// stores (a slot that finds no stored job queued takes its next job from
+// that buffer, and the job is then stored only when it ends), and a start
+// is stored with the job's end unless a method needs
 // it sooner, which then stores it (List, Cancel, Close, Shutdown, a
-// waiting Subscribe) or reads it from the buffer (Get, Wait). A finished
+// waiting Subscribe) or reads it from the buffer (Get, Wait). A job's end
+// is written behind too, into a buffer of at most 64 that is stored in one
+// transaction when it is full, when an end would make more than
+// Config.Retain finished jobs (the oldest are then forgotten before the
+// end is seen), when a slot finds the queue empty, or when a method needs
+// it stored; Wait blocks on a per-job channel that the end closes. A finished
 // job keeps its record, result and pair timeline until about
 // Config.Retain newer jobs have finished.
 //

@@ -21,16 +21,11 @@ type run struct {
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
 // the scheduler is closed and the queue is empty. Each job's pair plays on
-// the slot's runner goroutine, which lives as long as the slot: its stack
-// has grown to what a pair needs once, where a goroutine per pair would
-// grow a new stack for every pair, and while it plays the slot's own
-// goroutine parks, so that the goroutines a job's end woke get to run.
+// this goroutine, which lives as long as the slot: its stack has grown to
+// what a pair needs once, where a goroutine per pair would grow a new stack
+// for every pair, and a job costs no goroutine handoff.
 func (s *Scheduler) serve() {
-	rn := runner{jobs: make(chan *record), ended: make(chan *record)}
-	go rn.run(s)
 	defer func() {
-		close(rn.jobs)
-		<-rn.ended // closed when the runner has returned
 		if s.live.Add(-1) == 0 {
 			s.teams.close()
 			close(s.poolDone)
@@ -41,8 +36,7 @@ func (s *Scheduler) serve() {
 		r, closed := s.step(ended)
 		ended = nil
 		if r != nil {
-			rn.jobs <- r
-			ended = <-rn.ended
+			ended = s.execute(r)
 			continue
 		}
 		if closed {
@@ -55,66 +49,65 @@ func (s *Scheduler) serve() {
 	}
 }
 
-// runner plays one pool slot's pairs, one at a time.
-type runner struct {
-	jobs  chan *record // closed when the slot stops
-	ended chan *record // each job's terminal record; closed on return
-}
-
-func (rn runner) run(s *Scheduler) {
-	defer close(rn.ended)
-	for r := range rn.jobs {
-		rn.ended <- s.execute(r)
-	}
-}
-
-// step stores the terminal record of the job the goroutine has just run,
-// if any, and starts the queued job with the lowest submission number, in
-// one transaction: a job's end and the next one's start cost one write
-// (and the start itself is written behind). When no job is queued it
-// returns nil and whether the scheduler is closed.
+// step records the end of the job the goroutine has just run, if any, and
+// starts the queued job with the lowest submission number, in one write
+// transaction: the end is written behind (finish) and the start too, so a
+// job usually costs no table write of its own. When no job is queued it
+// stores the ends written behind, and returns nil and whether the
+// scheduler is closed.
 //
-// Pending submissions are stored only when the table has no queued job
-// left to start: they come after every stored job, so FIFO holds, and
-// storing them in batches (here, or by Submit when the buffer is full, or
-// by a read) shares the copied index nodes among them.
+// When the table has no queued job left to start, the slot takes the
+// oldest pending submission, which comes after every stored job (so FIFO
+// holds) and is then stored only once, when it ends: a job that waits
+// behind fewer than maxPending others never costs a queued record.
+// Pending submissions are otherwise stored in batches, by Submit when the
+// buffer is full or by a read, which shares the copied index nodes.
 func (s *Scheduler) step(ended *record) (*record, bool) {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // a no-op after Commit
-	behind := false   // ended's start was never stored
+	writes := s.writes
 	if ended != nil {
-		behind = s.finish(txn, ended)
+		s.finish(txn, ended)
 	}
-	defer func() {
-		if behind {
-			s.buffered.Add(-1) // after the commit
-		}
-	}()
-	closed := false
 	q := s.nextQueued(txn)
-	if q == nil {
-		closed = s.drain(txn)
-		q = s.nextQueued(txn)
+	s.mu.Lock()
+	if q == nil && len(s.pending) > 0 {
+		// The oldest submission, never stored queued: it comes after
+		// every stored job. It moves to starts under mu, so a read
+		// finds it in one place or the other.
+		q = s.pending[0]
+		n := copy(s.pending, s.pending[1:])
+		s.pending[n] = nil
+		s.pending = s.pending[:n]
+		delete(s.unstoredIDs, q.id) // now in starts
+		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
+		s.unsynced.Add(-1)
+	} else if q != nil {
+		s.buffered.Add(1)
 	}
 	if q == nil {
-		txn.Commit()
+		closed := s.closed
+		s.mu.Unlock()
+		s.syncEnds(txn) // idle: settle the table
+		if s.writes != writes {
+			txn.Commit()
+		}
 		return nil, closed
 	}
 	ctx, cancel := context.WithCancel(s.base)
-	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg,
+	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg, idKey: q.idKey,
 		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
+	s.starts[r.id] = r
+	s.mu.Unlock()
 	s.started.Store(q.seq)
 	s.counts.queued.Add(-1)
 	s.counts.running.Add(1)
 	if s.waiters.Load() > 0 {
-		put(txn, r) // a Subscribe may be waiting for this start
-	} else {
-		s.buffered.Add(1)
-		s.mu.Lock()
-		s.starts[r.id] = r
-		s.mu.Unlock()
+		s.syncStarts(txn) // a Subscribe may be waiting for this start
 	}
-	txn.Commit()
+	if s.writes != writes {
+		txn.Commit() // else Abort: a commit of nothing costs a new root
+	}
 	return r, false
 }
 
@@ -123,6 +116,9 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 // the first queued one after the last started. The caller holds a write
 // transaction.
 func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
+	if s.started.Load() >= s.lastQueued {
+		return nil // every stored queued job has started
+	}
 	it, err := txn.LowerBound(table, indexState, Queued, s.started.Load()+1)
 	if err != nil {
 		return nil
@@ -182,16 +178,13 @@ func (s *Scheduler) execute(r *record) *record {
 		end: &ending{at: s.now(), result: res, err: err}}
 }
 
-// finish stores a job's single terminal record and reports whether it
-// took the job's start from the written-behind ones: the caller, which
-// holds a write transaction, must then count it out of buffered once the
-// transaction is committed.
-func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
-	s.mu.Lock()
-	_, behind = s.starts[r.id]
-	delete(s.starts, r.id) // its Running record need never be stored
-	s.mu.Unlock()
-	put(txn, r)
+// finish records a job's end. The terminal record is written behind, in
+// ends, where it replaces the job's start if that was written behind too,
+// and the job's waiters are woken at once. Ends are stored in txn, all of
+// them in one batch, when maxEnds are waiting or when this end makes more
+// than Config.Retain finished jobs, so that the oldest are forgotten
+// (retire) before the end is seen. The caller holds txn and must commit it.
+func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	s.counts.running.Add(-1)
 	switch r.state {
 	case Completed:
@@ -201,8 +194,27 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) (behind bool) {
 	default:
 		s.counts.failed.Add(1)
 	}
-	s.retire(txn, r.id)
-	return behind
+	s.counts.retained.Add(1)
+	s.mu.Lock()
+	if _, behind := s.starts[r.id]; behind {
+		delete(s.starts, r.id) // its Running record need never be stored
+	} else {
+		s.buffered.Add(1)
+	}
+	s.endOrder = append(s.endOrder, r)
+	store := len(s.endOrder) >= maxEnds || s.finished.len()+len(s.endOrder) > s.cfg.Retain
+	if store {
+		// A read waits for the commit (watch finds the job being
+		// stored), so none sees the end before the retired jobs go.
+		s.storing[r.id] = r
+	} else {
+		s.ends[r.id] = r
+		s.wakeLocked(r.id)
+	}
+	s.mu.Unlock()
+	if store {
+		s.syncEnds(txn) // wakes r's waiters after the commit
+	}
 }
 
 // runPair plays the pair to its end. The orchestrator contains the pair's

@@ -48,6 +48,8 @@ type Scheduler struct {
 	draining []*record // guarded by mu; the batch a transaction is storing
 	spare    []*record // guarded by mu; a free pending array
 	closed   bool      // guarded by mu
+	// unstoredIDs indexes pending and draining by job ID.
+	unstoredIDs map[string]*record // guarded by mu
 	// unsynced counts submissions not yet committed to the table; it
 	// drops only after the commit, so zero means every job Submit has
 	// returned is visible to a read transaction.
@@ -61,15 +63,33 @@ type Scheduler struct {
 	// write instead of two) or a read needs it stored (syncStarts). A
 	// stored Queued record numbered at most started is thus running;
 	// watch reads such a job's record from starts.
-	starts   map[string]*record // guarded by mu
-	buffered atomic.Int64       // starts not yet committed; drops after the commit
-	started  atomic.Uint64      // the last started submission number; written under the writer lock
+	starts map[string]*record // guarded by mu
+	// A job's end is written behind too: its terminal record waits in
+	// ends (and endOrder, in the order the jobs ended) until a batch of
+	// them is stored (syncEnds), and stays in ends until that commit.
+	// waits holds the channels that Wait calls block on for a job's end,
+	// closed when it is written behind or stored.
+	ends     map[string]*record       // guarded by mu
+	endOrder []*record                // guarded by mu
+	waits    map[string]chan struct{} // guarded by mu
+	// storing holds the records a transaction is storing that are in
+	// neither the table nor starts nor ends until its commit.
+	storing map[string]*record // guarded by mu
+	// buffered counts the starts and ends not yet committed; it drops
+	// after the commit.
+	buffered atomic.Int64
+	started  atomic.Uint64 // the last started submission number; written under the writer lock
 	// waiters counts Subscribe calls, which may wait on a queued record
 	// for the job's start: while there are any, starts are stored at once.
 	waiters atomic.Int64
 
 	finished finishedQueue // guarded by the table's writer lock
-	counts   counters
+	// writes counts the table writes, lastQueued is the submission
+	// number of the last job stored queued; both guarded by the table's
+	// writer lock.
+	writes     uint64
+	lastQueued uint64
+	counts     counters
 
 	wake     chan struct{} // a job was queued
 	quit     chan struct{} // closed by Close or Shutdown
@@ -89,8 +109,7 @@ type counters struct {
 }
 
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
-// slots, two goroutines each (the slot and the runner that plays its
-// pairs), which wait for jobs until Close or Shutdown.
+// slots, one goroutine each, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
 	ownIDs := cfg.IDs == nil
 	if err := cfg.normalize(); err != nil {
@@ -101,13 +120,17 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		ownIDs:   ownIDs,
-		db:       db,
-		starts:   make(map[string]*record, cfg.Pairs),
-		wake:     make(chan struct{}, cfg.Pairs),
-		quit:     make(chan struct{}),
-		poolDone: make(chan struct{}),
+		cfg:         cfg,
+		ownIDs:      ownIDs,
+		db:          db,
+		starts:      make(map[string]*record, cfg.Pairs),
+		ends:        make(map[string]*record, min(maxEnds, cfg.Retain)+1),
+		waits:       make(map[string]chan struct{}),
+		storing:     make(map[string]*record),
+		unstoredIDs: make(map[string]*record),
+		wake:        make(chan struct{}, cfg.Pairs),
+		quit:        make(chan struct{}),
+		poolDone:    make(chan struct{}),
 	}
 	s.teams = newTeams(s)
 	if cfg.ModelOps > 0 {
@@ -153,6 +176,7 @@ func (s *Scheduler) Submit(ctx context.Context, job Job) (string, error) {
 	}
 	s.seq = seq
 	s.pending = append(s.pending, &record{id: jobID, seq: seq, state: Queued, submitted: s.now(), cfg: job.Pair})
+	s.unstoredIDs[jobID] = s.pending[len(s.pending)-1]
 	s.unsynced.Add(1)
 	s.counts.queued.Add(1)
 	s.counts.submitted.Add(1)
@@ -247,8 +271,29 @@ func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
 		if r.state.Terminal() {
 			return r.info(), nil
 		}
+		// Its end may be written behind after watch read it: look
+		// again under mu, which finish holds to wake waits.
+		s.mu.Lock()
+		if e := s.ends[jobID]; e != nil {
+			s.mu.Unlock()
+			return e.info(), nil
+		}
+		if ch == nil && s.starts[jobID] == nil && s.unstoredIDs[jobID] == nil && s.storing[jobID] == nil {
+			// Read from a buffer it has left since, and no table
+			// channel to wake on: its end may have been woken
+			// already. Look again.
+			s.mu.Unlock()
+			continue
+		}
+		done := s.waits[jobID]
+		if done == nil {
+			done = make(chan struct{})
+			s.waits[jobID] = done
+		}
+		s.mu.Unlock()
 		select {
 		case <-ch:
+		case <-done:
 		case <-ctx.Done():
 			return Info{}, ctx.Err()
 		}
@@ -276,7 +321,9 @@ func (s *Scheduler) Cancel(jobID string) error {
 	// contexts are cancelled after the commit, outside the writer lock.
 	var started *run
 	txn := s.db.Txn(true)
+	s.drain(txn) // it may be pending
 	s.syncStarts(txn)
+	s.syncEnds(txn) // an ended job must not be cancelled as queued
 	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
 		switch q := raw.(*record); q.state {
 		case Queued:
@@ -307,6 +354,10 @@ func (s *Scheduler) Subscribe(ctx context.Context, jobID string, afterSeq uint64
 			return nil, ErrNotFound
 		}
 		if r.state == Queued {
+			if ch == nil { // pending: store it, to watch its record
+				s.sync()
+				continue
+			}
 			select {
 			case <-ch:
 				continue
@@ -385,6 +436,7 @@ func (s *Scheduler) stop(cancel bool) {
 	txn := s.db.Txn(true)
 	s.drain(txn)
 	s.syncStarts(txn) // a started job must not be cancelled as queued
+	s.syncEnds(txn)
 	if cancel {
 		var queued []*record
 		if it, err := txn.Get(table, stateOrder, Queued); err == nil {

@@ -20,6 +20,9 @@ type record struct {
 	cfg       *orchestrator.Config // until the job leaves the queue
 	run       *run                 // from the job's start
 	end       *ending              // once it has ended
+	// The record's index keys, made once: only write transactions,
+	// under the table's writer lock, read or set them.
+	idKey, stateKey []byte
 }
 
 // ending is what a finished job keeps.
@@ -80,7 +83,11 @@ var errIndexArg = errors.New("scheduler: wrong index argument")
 type idIndexer struct{}
 
 func (idIndexer) FromObject(raw any) (bool, []byte, error) {
-	return true, []byte(raw.(*record).id), nil
+	r := raw.(*record)
+	if r.idKey == nil {
+		r.idKey = []byte(r.id)
+	}
+	return true, r.idKey, nil
 }
 
 func (idIndexer) FromArgs(args ...any) ([]byte, error) {
@@ -130,9 +137,12 @@ type stateIndexer struct{}
 
 func (stateIndexer) FromObject(raw any) (bool, []byte, error) {
 	r := raw.(*record)
-	k := make([]byte, 1, 18)
-	k[0] = byte(r.state)
-	return true, appendSeq(k, r.seq), nil
+	if r.stateKey == nil {
+		k := make([]byte, 1, 18)
+		k[0] = byte(r.state)
+		r.stateKey = appendSeq(k, r.seq)
+	}
+	return true, r.stateKey, nil
 }
 
 // FromArgs takes a state and a submission number.
@@ -160,13 +170,19 @@ func (stateIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
 	return []byte{byte(s)}, nil
 }
 
-// maxPending bounds the submissions waiting for a transaction.
-const maxPending = 64
+// maxPending bounds the submissions waiting for a transaction, maxEnds
+// the terminal records written behind. A slot takes its next job from the
+// pending ones when no stored job is queued, and such a job is never
+// stored queued: the longer the buffer, the more jobs skip that write.
+const (
+	maxPending = 256
+	maxEnds    = 64
+)
 
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
 func (s *Scheduler) inUse(jobID string) bool {
-	if s.unstored(jobID) {
+	if s.unstored(jobID) || s.starts[jobID] != nil || s.ends[jobID] != nil || s.storing[jobID] != nil {
 		return true
 	}
 	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
@@ -176,17 +192,7 @@ func (s *Scheduler) inUse(jobID string) bool {
 // unstored reports whether a job pending or being stored has the ID. The
 // caller holds mu.
 func (s *Scheduler) unstored(jobID string) bool {
-	for _, r := range s.draining {
-		if r.id == jobID {
-			return true
-		}
-	}
-	for _, r := range s.pending {
-		if r.id == jobID {
-			return true
-		}
-	}
-	return false
+	return s.unstoredIDs[jobID] != nil
 }
 
 // drain stores the pending submissions in txn, oldest first, and reports
@@ -204,13 +210,17 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	s.moves.Add(1)
 	s.mu.Unlock()
 	for _, r := range batch {
-		put(txn, r)
+		s.put(txn, r)
 	}
+	s.lastQueued = batch[len(batch)-1].seq
 	txn.Defer(func() { // after the commit
 		s.unsynced.Add(-int64(len(batch)))
 		s.mu.Lock()
 		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
 			s.draining = nil
+		}
+		for _, r := range batch {
+			delete(s.unstoredIDs, r.id)
 		}
 		s.moves.Add(1)
 		clear(batch)
@@ -227,13 +237,77 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	s.mu.Lock()
 	n := len(s.starts)
+	if n == 0 {
+		s.mu.Unlock()
+		return
+	}
+	// In storing until the commit: a job a slot took from pending has
+	// no stored record before this one.
+	batch := make([]*record, 0, n)
 	for jobID, r := range s.starts {
-		put(txn, r)
+		s.put(txn, r)
+		batch = append(batch, r)
+		s.storing[jobID] = r
 		delete(s.starts, jobID)
 	}
 	s.mu.Unlock()
-	if n > 0 {
-		txn.Defer(func() { s.buffered.Add(-int64(n)) })
+	txn.Defer(func() {
+		s.mu.Lock()
+		for _, r := range batch {
+			if s.storing[r.id] == r {
+				delete(s.storing, r.id)
+			}
+		}
+		s.moves.Add(1)
+		s.mu.Unlock()
+		s.buffered.Add(-int64(n))
+	})
+}
+
+// syncEnds stores the terminal records written behind, in the order the
+// jobs ended, and retires them. They stay readable in ends until the
+// commit, so a read never sees a job go back from ended to running, and
+// their waiters are woken after it. The caller holds a write transaction
+// and must commit it.
+func (s *Scheduler) syncEnds(txn *memdb.Txn) {
+	s.mu.Lock()
+	batch := s.endOrder
+	s.endOrder = nil
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	for _, r := range batch {
+		s.put(txn, r)
+		s.retire(txn, r.id)
+	}
+	txn.Defer(func() { // after the commit
+		s.mu.Lock()
+		for _, r := range batch {
+			if s.ends[r.id] == r {
+				delete(s.ends, r.id)
+			}
+			if s.storing[r.id] == r {
+				delete(s.storing, r.id)
+			}
+			s.wakeLocked(r.id)
+		}
+		s.moves.Add(1)
+		if s.endOrder == nil && cap(batch) <= 2*maxEnds {
+			clear(batch)
+			s.endOrder = batch[:0]
+		}
+		s.mu.Unlock()
+		s.buffered.Add(-int64(len(batch)))
+	})
+}
+
+// wakeLocked wakes the callers waiting for the job's end, if any. The
+// caller holds mu.
+func (s *Scheduler) wakeLocked(jobID string) {
+	if c := s.waits[jobID]; c != nil {
+		close(c)
+		delete(s.waits, jobID)
 	}
 }
 
@@ -253,13 +327,28 @@ func (s *Scheduler) sync() {
 	txn := s.db.Txn(true)
 	s.drain(txn)
 	s.syncStarts(txn)
+	s.syncEnds(txn)
 	txn.Commit()
 }
 
 // watch reads the job's record and a channel closed when it changes. A job
-// not stored yet may be pending: watch stores the pending ones and looks
-// again.
+// not stored (pending, or written behind) has no channel: its record comes
+// from the buffer, and a caller that waits for its end uses waits.
 func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
+	// A job written behind or pending is found without a read
+	// transaction. ends, then starts, then pending: a job is in a later
+	// one only before it is in an earlier one.
+	s.mu.Lock()
+	e, b, p := s.ends[jobID], s.starts[jobID], s.unstoredIDs[jobID]
+	s.mu.Unlock()
+	switch {
+	case e != nil:
+		return nil, e
+	case b != nil:
+		return nil, b
+	case p != nil:
+		return nil, p
+	}
 	for try := 0; ; try++ {
 		// Read moves before the table: unchanged after it, it means
 		// that no submission left pending or draining in between.
@@ -267,66 +356,121 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 		ch, raw, err := s.db.Txn(false).FirstWatch(table, indexID, jobID)
 		if err == nil && raw != nil {
 			r := raw.(*record)
-			if r.state != Queued || r.seq > s.started.Load() {
+			if r.state.Terminal() || r.state == Queued && r.seq > s.started.Load() {
 				return ch, r
 			}
-			// Started, so running: its Running record is written
-			// behind, or its record is being stored. The channel is
-			// closed when the stored record changes.
+			// Started: its end, or its start, may be written behind,
+			// or its record being stored. The channel is closed when
+			// the stored record changes.
 			s.mu.Lock()
-			b := s.starts[jobID]
+			e, b := s.ends[jobID], s.starts[jobID]
 			s.mu.Unlock()
-			if b != nil {
+			switch {
+			case e != nil:
+				return ch, e
+			case r.state == Running:
+				return ch, r
+			case b != nil:
 				return ch, b
 			}
-			s.sync() // waits for that commit
+			s.await() // its record is being stored
 			continue
 		}
-		if try > 0 {
-			return nil, nil // after sync: not stored, not pending
-		}
-		// Not stored when the table was read: unknown, unless pending
-		// or being stored then. Look for it rather than store the
-		// pending jobs, which are cheaper to store in larger batches.
+		// Not stored when the table was read: its start or end may be
+		// written behind (a job taken from pending is stored only
+		// when it ends), or it is pending or being stored. Look for
+		// it rather than store the pending jobs, which are cheaper to
+		// store in larger batches. A job leaves these places only
+		// after the commit that stores it (moves counts that).
 		s.mu.Lock()
-		unstored, moved := s.unstored(jobID), s.moves.Load() != moves
+		e, b, p := s.ends[jobID], s.starts[jobID], s.unstoredIDs[jobID]
+		busy := s.storing[jobID] != nil
+		moved := s.moves.Load() != moves
 		s.mu.Unlock()
-		if !unstored && !moved {
+		switch {
+		case e != nil:
+			return nil, e
+		case b != nil:
+			return nil, b
+		case p != nil:
+			return nil, p // queued; no channel: it is not stored
+		case !busy && !moved:
 			return nil, nil
+		case try >= 2 && !busy:
+			// Moves keep coming: look once more under the writer
+			// lock, with no commit in between.
+			if !s.stored(jobID) {
+				return nil, nil
+			}
 		}
-		s.sync()
+		s.await()
 	}
+}
+
+// await waits for the write transaction in progress, if any, to commit.
+func (s *Scheduler) await() {
+	s.db.Txn(true).Abort()
+}
+
+// stored reports whether the job is in the table, or pending, written
+// behind or being stored, read under the writer lock.
+func (s *Scheduler) stored(jobID string) bool {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, _ := txn.First(table, indexID, jobID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return raw != nil || s.inUse(jobID)
 }
 
 // cancelQueued ends a queued job. The caller holds a write transaction.
 func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
-	put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
+	s.put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
 		end: &ending{at: s.now(), err: ErrCancelled}})
 	s.counts.queued.Add(-1)
 	s.counts.cancelled.Add(1)
+	s.counts.retained.Add(1)
 	s.retire(txn, r.id)
+	txn.Defer(func() {
+		s.mu.Lock()
+		s.wakeLocked(r.id)
+		s.mu.Unlock()
+	})
 }
 
-// retire records that a job finished and forgets the job that finished
-// first once more than Config.Retain are kept. The caller holds a write
-// transaction.
+// retire records that a stored job finished (counted in retained when it
+// ended) and forgets the jobs that finished first once more than
+// Config.Retain are kept, waking any caller still waiting for them. The
+// caller holds a write transaction and has stored every earlier end.
 func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
 	s.finished.push(jobID)
 	if s.finished.len() <= s.cfg.Retain {
-		s.counts.retained.Add(1)
 		return
 	}
 	n := max(1, s.cfg.Retain/8)
-	for range n {
-		if err := txn.Delete(table, &record{id: s.finished.pop()}); err != nil {
+	gone := make([]string, n)
+	for i := range gone {
+		gone[i] = s.finished.pop()
+		s.writes++
+		if err := txn.Delete(table, &record{id: gone[i]}); err != nil {
 			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
 		}
 	}
-	s.counts.retained.Add(1 - int64(n))
+	s.counts.retained.Add(-int64(n))
+	txn.Defer(func() {
+		// A Wait that registered after its job's end was stored
+		// left its channel here.
+		s.mu.Lock()
+		for _, jobID := range gone {
+			s.wakeLocked(jobID)
+		}
+		s.mu.Unlock()
+	})
 }
 
 // put stores r; it fails only on a schema error, which is a bug here.
-func put(txn *memdb.Txn, r *record) {
+func (s *Scheduler) put(txn *memdb.Txn, r *record) {
+	s.writes++
 	if err := txn.Insert(table, r); err != nil {
 		panic("scheduler: " + err.Error())
 	}

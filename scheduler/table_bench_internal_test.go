@@ -21,7 +21,7 @@ func BenchmarkTableJob(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &Scheduler{cfg: cfg, db: db, starts: make(map[string]*record)}
+	s := &Scheduler{cfg: cfg, db: db, starts: make(map[string]*record), ends: make(map[string]*record), waits: make(map[string]chan struct{}), storing: make(map[string]*record), unstoredIDs: make(map[string]*record)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	defer s.cancelBase()
 	pair := &orchestrator.Config{}
