@@ -120,7 +120,7 @@ func TestBoundaryProof(t *testing.T) {
 	if rt != nil {
 		p.part("runtime_tool", PartRuntime, "", func(t *testing.T) string {
 			requirePart(t, CheckRuntime(played, rt))
-			return "the reviewer called a plugin tool under the pair's plan"
+			return runtimeEvidence(played.Runtime)
 		})
 	} else {
 		p.notYet(PartRuntime, "runtimeToolPart in proof/acceptance/extensions_test.go (acceptance.Config.Runtime)")
@@ -136,7 +136,7 @@ func TestBoundaryProof(t *testing.T) {
 		require.NoError(t, timelineErr)
 		for k := uint64(1); k < uint64(summary.Events); k++ {
 			c := &CancelAt{Seq: k}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Timeline: []eventlog.Observer{c}, Cancel: c.Bind})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Timeline: []eventlog.Observer{c}, Cancel: c.Bind})
 			require.NoError(t, err)
 			runs++
 			err = CheckCancelled(pl, k)
@@ -157,7 +157,7 @@ func TestBoundaryProof(t *testing.T) {
 	p.part("panic_containment", PartPanic, "", func(t *testing.T) string {
 		for i := range int64(len(played.Usage)) {
 			pp := &PanicProvider{At: i + 1}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Provider: pp.Wrap})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Provider: pp.Wrap})
 			require.NoError(t, err)
 			runs++
 			err = CheckPanicked(pl, fmt.Sprintf("provider panic in model operation %d", i+1), 0)
@@ -167,7 +167,7 @@ func TestBoundaryProof(t *testing.T) {
 		}
 		for i := range int64(2) {
 			pt := &PanicTool{At: i + 1}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Tool: pt.Wrap})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Tool: pt.Wrap})
 			require.NoError(t, err)
 			runs++
 			err = CheckPanicked(pl, fmt.Sprintf("fs.write panic in call %d", i+1), 1)
@@ -175,7 +175,22 @@ func TestBoundaryProof(t *testing.T) {
 			requirePart(t, err)
 			panics++
 		}
-		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream) and after each of the 2 fs.write calls: pair.failed worker_failed once, the panicking write uncertain and never re-run, no panic text in any event", len(played.Usage))
+		if rt != nil {
+			// The reviewer's plugin call panics inside the plugin process:
+			// the SDK contains it, the host reports the mutating call
+			// uncertain, and it is never run again.
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: runtimePart(t, PanicPlugin, "panicky")})
+			require.NoError(t, err)
+			runs++
+			err = CheckPanicked(pl, "plugin tool panic in echo", 1)
+			if err == nil && pl.Runtime.Err != nil {
+				err = pl.Runtime.Err
+			}
+			require.NoError(t, pl.Close())
+			requirePart(t, err)
+			panics++
+		}
+		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream), after each of the 2 fs.write calls and inside the plugin process in its echo call: pair.failed worker_failed once, the panicking call uncertain and never re-run, no panic text in any event", len(played.Usage))
 	})
 
 	p.part("no_kernel_change", PartKernel, "", func(t *testing.T) string {
