@@ -270,7 +270,8 @@ func TestLedgerRendersDeterministically(t *testing.T) {
 
 func TestBreak_PluginBinaryNotFound(t *testing.T) {
 	rt := runtimeToolPart(t)
-	require.NoError(t, os.Remove(rt.Plugins[0].Path))
+	// The pinned fixture, configured at a path where there is no file.
+	rt.Plugins[0].Path = filepath.Join(t.TempDir(), "goplugin")
 	p, err := Play(context.Background(), Config{Dir: t.TempDir(), Runtime: rt})
 	require.NoError(t, p.Close())
 	requireBreak(t, err, PartRuntime, "starting the plugin host", rt.Plugins[0].Path)

@@ -1,10 +1,12 @@
 package acceptance
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,22 +23,56 @@ const (
 	PanicPlugin   = "proof/acceptance/internal/panicplugin"
 )
 
+// pluginBuild is the go command that builds a plugin, and the
+// environment it adds.
+var (
+	pluginBuild = []string{"build", "-trimpath", "-buildvcs=false"}
+	pluginEnv   = []string{"CGO_ENABLED=0", "GOFLAGS="}
+)
+
+// builds are the plugins built by this test binary, by package, in one
+// temporary directory that TestMain removes: each is built once.
+var builds struct {
+	sync.Mutex
+	dir  string
+	done map[string][2]string
+}
+
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir != "" {
+		_ = os.RemoveAll(builds.dir)
+	}
+}
+
 // buildPlugin builds the main package pkg (relative to the module root)
-// into a fresh temporary directory and returns its path and SHA-256. The
-// build is reproducible (no cgo, no paths, no VCS stamp), so the digest
-// the ledger pins is the same on every clone with the same toolchain.
+// and returns its path and SHA-256. The build is reproducible (no cgo, no
+// paths, no VCS stamp), so the digest the ledger pins is the same on every
+// clone with the same toolchain and module versions.
 func buildPlugin(t *testing.T, pkg string) (path, digest string) {
 	t.Helper()
+	builds.Lock()
+	defer builds.Unlock()
+	if b, ok := builds.done[pkg]; ok {
+		return b[0], b[1]
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "proof-plugins-")
+		require.NoError(t, err)
+		builds.dir, builds.done = dir, make(map[string][2]string)
+	}
 	goCmd, err := GoCommand()
 	require.NoError(t, err)
-	path = filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command(goCmd, "build", "-trimpath", "-buildvcs=false", "-o", path, "./"+pkg)
+	path = filepath.Join(builds.dir, filepath.Base(pkg))
+	cmd := exec.Command(goCmd, append(append([]string{}, pluginBuild...), "-o", path, "./"+pkg)...)
 	cmd.Dir = moduleRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), pluginEnv...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build %s: %s", pkg, out)
 	digest, err = host.Digest(path)
 	require.NoError(t, err)
+	builds.done[pkg] = [2]string{path, digest}
 	return path, digest
 }
 
@@ -72,13 +108,18 @@ func alternateClient(t *testing.T) AlternateClient {
 	return c
 }
 
-// runtimeEvidence is the ledger's evidence of the runtime-tool part: the
-// plugin's digest and its generation/lease timeline.
-func runtimeEvidence(rep *RuntimeReport) string {
+// runtimeEvidence is the ledger's evidence of the runtime-tool part; the
+// plugin's digest and generation/lease timeline go to its own section.
+func runtimeEvidence(l *Ledger, rep *RuntimeReport) string {
 	if rep == nil {
 		return ""
 	}
-	return "the reviewer called the Go fixture plugin's echo (sha256 " + strings.Join(rep.Digests, ", ") +
-		") under the pair's one leased plan (host.NewSource: fs.write and the plugin generation); generation/lease timeline: " +
-		strings.Join(rep.Timeline, "; ")
+	l.Plugin = &PluginRecord{
+		Package:  FixturePlugin,
+		Build:    strings.Join(pluginEnv, " ") + " go " + strings.Join(pluginBuild, " "),
+		Digests:  rep.Digests,
+		Timeline: rep.Timeline,
+	}
+	return fmt.Sprintf("the reviewer called the Go fixture plugin's echo (SHA-256 %s) in the pair's one leased plan, host.NewSource over fs.write and the plugin generation; %d generation/lease events, every plugin PID gone after the host stopped",
+		strings.Join(rep.Digests, ", "), len(rep.Timeline))
 }

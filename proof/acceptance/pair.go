@@ -66,11 +66,11 @@ type Config struct {
 	// Cancel, if set, receives the function that cancels the pair's
 	// context before the pair starts.
 	Cancel func(context.CancelFunc)
-	// Runtime is the runtime-tool extension point (RuntimeToolPart); nil
-	// until plugins/ has landed.
+	// Runtime, if set, is the runtime-tool part: the pair's plan source is
+	// the plugin host's, over the compiled tools and these plugins.
 	Runtime *RuntimeToolPart
-	// Client is the alternate-client extension point (AlternateClient);
-	// nil until server/ has landed.
+	// Client, if set, is the alternate client; one that is a PairHost
+	// also runs the pair.
 	Client AlternateClient
 	// Wait bounds the whole play. Default one minute.
 	Wait time.Duration
@@ -92,10 +92,9 @@ type RuntimeToolPart struct {
 	ReviewerCall Transcript
 }
 
-// AlternateClient is the extension point of the alternate-client part: a
-// client that reads the pair timeline the way a remote one does (the
-// serve SSE API, read by a plain HTTP client). Until server/ lands it is
-// nil and the ledger says "not yet proven".
+// AlternateClient is the alternate-client part: a client that reads the
+// pair timeline the way a remote one does (ServeClient: the serve SSE
+// API, read by a plain HTTP client).
 type AlternateClient interface {
 	// Name names the client in failures and the ledger ("serve SSE").
 	Name() string
