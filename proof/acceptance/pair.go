@@ -108,7 +108,9 @@ type AlternateClient interface {
 
 // PairHost is an alternate client that also runs the pair, as `serve`
 // does: Play hands it the pair's config and the store instead of calling
-// orchestrator.Run, and it returns the pair once started.
+// orchestrator.Run, and it returns the pair once started. The pair then
+// runs under the host's context (a scheduler job's), so Config.Cancel does
+// not reach it: the cancellation sweep plays without a client.
 type PairHost interface {
 	Host(ctx context.Context, st *store.Store, cfg orchestrator.Config) (*orchestrator.Pair, error)
 }
