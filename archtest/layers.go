@@ -33,11 +33,13 @@ func Layers() []Unit {
 	return []Unit{
 		// Benchmarks of how costs scale (their test files), and the
 		// program that plots them: measurement only, nothing imports it.
-		{Dir: "internal", Level: 8, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
-		{Dir: "cmd/spice-orch", Level: 8, ThirdParty: true,
+		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
 			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
-		{Dir: "proof", Level: 7, ThirdParty: true,
-			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
+		// proof sits above server (DESIGN.md: layer 8): its alternate
+		// client is the real serve SSE API.
+		{Dir: "proof", Level: 8, ThirdParty: true,
+			MayImport: []string{"server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
 		// The HTTP API, SSE streams and embedded web UI over a job backend.
 		{Dir: "server", Level: 7,
 			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},

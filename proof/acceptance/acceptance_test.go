@@ -57,11 +57,6 @@ func (p *proof) part(name, part, evidence string, f func(t *testing.T) string) {
 	p.ledger.Parts = append(p.ledger.Parts, PartResult{Part: part, Test: "TestBoundaryProof/" + name, Result: res, Evidence: evidence})
 }
 
-func (p *proof) notYet(part, point string) {
-	p.ledger.Parts = append(p.ledger.Parts, PartResult{Part: part, Test: point, Result: ResultNotYet, Evidence: "awaits its extension point"})
-	p.ledger.Extensions = append(p.ledger.Extensions, part+": `"+point+"`")
-}
-
 // requirePart fails t with err, whose message names its part.
 func requirePart(t *testing.T, err error) {
 	t.Helper()
@@ -71,12 +66,13 @@ func requirePart(t *testing.T, err error) {
 }
 
 // TestBoundaryProof is RFC 0001's acceptance evidence in one suite: one
-// pair exercises the real provider, a compiled tool, the required
-// persistence observer, the timeline's clients and the two-worker review
-// loop; then the same pair is cancelled at every timeline boundary and
-// panicked in its provider and its tool; and the kernel is shown
-// unchanged. The results are the ledger (proof/LEDGER.md), which must be
-// current.
+// pair exercises the real provider, a compiled tool, a runtime tool (a
+// plugin process), the required persistence observer, the timeline's
+// clients (the serve SSE API among them) and the two-worker review loop;
+// then the same pair is cancelled at every timeline boundary and panicked
+// in its provider, its compiled tool and a plugin process; and the kernel
+// is shown unchanged. The results are the ledger (proof/LEDGER.md), which
+// must be current.
 func TestBoundaryProof(t *testing.T) {
 	ctx := context.Background()
 	root := moduleRoot(t)
@@ -101,14 +97,10 @@ func TestBoundaryProof(t *testing.T) {
 		requirePart(t, CheckReplay(ctx, played, st))
 		return fmt.Sprintf("%d timeline events: the in-process subscriber's bytes equal `runs replay --json` (store.ReplayJSON)", summary.Events)
 	})
-	if client != nil {
-		p.part("alternate_client", PartClient, "", func(t *testing.T) string {
-			requirePart(t, CheckClient(played, client))
-			return client.Name() + " received the in-process subscriber's timeline byte for byte"
-		})
-	} else {
-		p.notYet(PartClient, "alternateClient in proof/acceptance/extensions_test.go (acceptance.Config.Client)")
-	}
+	p.part("alternate_client", PartClient, "", func(t *testing.T) string {
+		requirePart(t, CheckClient(played, client))
+		return client.Name() + ", the real server package on 127.0.0.1:0 running the pair with its feed after the store, read by net/http: the in-process subscriber's timeline byte for byte"
+	})
 	p.part("real_provider", PartProvider, "", func(t *testing.T) string {
 		requirePart(t, CheckProvider(played))
 		return fmt.Sprintf("providers/openai over HTTP to 2 loopback SSE servers, %d requests: OpenAI and vLLM transcripts with fs.write arguments split across chunks, Ollama's; usage (prompt/completion tokens) from each last chunk: %s", len(played.Usage), usageText(played.Usage))
@@ -117,14 +109,10 @@ func TestBoundaryProof(t *testing.T) {
 		requirePart(t, CheckTool(played))
 		return fmt.Sprintf("fs.write called twice by the writer, every run on plan %s (fingerprint %s)", played.Plan.ID, played.Plan.Fingerprint)
 	})
-	if rt != nil {
-		p.part("runtime_tool", PartRuntime, "", func(t *testing.T) string {
-			requirePart(t, CheckRuntime(played, rt))
-			return "the reviewer called a plugin tool under the pair's plan"
-		})
-	} else {
-		p.notYet(PartRuntime, "runtimeToolPart in proof/acceptance/extensions_test.go (acceptance.Config.Runtime)")
-	}
+	p.part("runtime_tool", PartRuntime, "", func(t *testing.T) string {
+		requirePart(t, CheckRuntime(played, rt))
+		return runtimeEvidence(&p.ledger, played.Runtime)
+	})
 	p.part("two_worker_extension", PartTwoWorker, "", func(t *testing.T) string {
 		require.NoError(t, timelineErr)
 		requirePart(t, CheckTwoWorker(played))
@@ -136,7 +124,7 @@ func TestBoundaryProof(t *testing.T) {
 		require.NoError(t, timelineErr)
 		for k := uint64(1); k < uint64(summary.Events); k++ {
 			c := &CancelAt{Seq: k}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Timeline: []eventlog.Observer{c}, Cancel: c.Bind})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Timeline: []eventlog.Observer{c}, Cancel: c.Bind})
 			require.NoError(t, err)
 			runs++
 			err = CheckCancelled(pl, k)
@@ -157,7 +145,7 @@ func TestBoundaryProof(t *testing.T) {
 	p.part("panic_containment", PartPanic, "", func(t *testing.T) string {
 		for i := range int64(len(played.Usage)) {
 			pp := &PanicProvider{At: i + 1}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Provider: pp.Wrap})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Provider: pp.Wrap})
 			require.NoError(t, err)
 			runs++
 			err = CheckPanicked(pl, fmt.Sprintf("provider panic in model operation %d", i+1), 0)
@@ -167,7 +155,7 @@ func TestBoundaryProof(t *testing.T) {
 		}
 		for i := range int64(2) {
 			pt := &PanicTool{At: i + 1}
-			pl, err := Play(ctx, Config{Dir: t.TempDir(), Tool: pt.Wrap})
+			pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: rt, Tool: pt.Wrap})
 			require.NoError(t, err)
 			runs++
 			err = CheckPanicked(pl, fmt.Sprintf("fs.write panic in call %d", i+1), 1)
@@ -175,7 +163,20 @@ func TestBoundaryProof(t *testing.T) {
 			requirePart(t, err)
 			panics++
 		}
-		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream) and after each of the 2 fs.write calls: pair.failed worker_failed once, the panicking write uncertain and never re-run, no panic text in any event", len(played.Usage))
+		// The reviewer's plugin call panics inside the plugin process: the
+		// SDK contains it, the host reports the mutating call uncertain,
+		// and it is never run again.
+		pl, err := Play(ctx, Config{Dir: t.TempDir(), Runtime: runtimePart(t, PanicPlugin, "panicky")})
+		require.NoError(t, err)
+		runs++
+		err = CheckPanicked(pl, "plugin tool panic in echo", 1)
+		if err == nil && pl.Runtime.Err != nil {
+			err = pl.Runtime.Err
+		}
+		require.NoError(t, pl.Close())
+		requirePart(t, err)
+		panics++
+		return fmt.Sprintf("a panic in each of the %d model operations (mid-stream), after each of the 2 fs.write calls and inside the plugin process in its echo call: pair.failed worker_failed once, the panicking call uncertain and never re-run, no panic text in any event", len(played.Usage))
 	})
 
 	p.part("no_kernel_change", PartKernel, "", func(t *testing.T) string {

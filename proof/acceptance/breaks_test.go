@@ -155,8 +155,7 @@ func TestBreak_CompiledToolWritesNothing(t *testing.T) {
 
 func TestBreak_RuntimeToolNeverCalled(t *testing.T) {
 	p := goodPlay(t, Config{})
-	ts := must(toolsFor(t))
-	requireBreak(t, CheckRuntime(p, &RuntimeToolPart{Tools: ts}), PartRuntime, "no call of a runtime tool")
+	requireBreak(t, CheckRuntime(p, &RuntimeToolPart{Tools: []string{"text.stats"}}), PartRuntime, "no call of a runtime tool")
 }
 
 func TestBreak_PairNotApproved(t *testing.T) {
@@ -267,4 +266,30 @@ func TestLedgerRendersDeterministically(t *testing.T) {
 	l2 := l
 	l2.Date, l2.Commit = "2027-02-02", "def"
 	require.Nil(t, StaleLines(l.Render(), l2.Render()))
+}
+
+func TestBreak_PluginBinaryNotFound(t *testing.T) {
+	rt := runtimeToolPart(t)
+	// The pinned fixture, configured at a path where there is no file.
+	rt.Plugins[0].Path = filepath.Join(t.TempDir(), "goplugin")
+	p, err := Play(context.Background(), Config{Dir: t.TempDir(), Runtime: rt})
+	require.NoError(t, p.Close())
+	requireBreak(t, err, PartRuntime, "starting the plugin host", rt.Plugins[0].Path)
+}
+
+func TestBreak_RuntimeToolNotThePinnedBinary(t *testing.T) {
+	rt := runtimeToolPart(t)
+	p := goodPlay(t, Config{Runtime: rt})
+	require.NoError(t, CheckRuntime(p, rt))
+	p.Runtime.Digests = []string{strings.Repeat("0", 64)}
+	requireBreak(t, CheckRuntime(p, rt), PartRuntime, "pinned "+rt.Plugins[0].SHA256)
+}
+
+func TestBreak_ServeClientMissesAnEvent(t *testing.T) {
+	c := alternateClient(t)
+	p := goodPlay(t, Config{Client: c})
+	require.NoError(t, CheckClient(p, c))
+	lines := bytes.SplitAfter(p.ClientTimeline, []byte("\n"))
+	p.ClientTimeline = bytes.Join(append(lines[:6:6], lines[7:]...), nil)
+	requireBreak(t, CheckClient(p, c), PartClient, c.Name(), "line 7")
 }

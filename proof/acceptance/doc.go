@@ -1,22 +1,22 @@
 // Package acceptance owns the boundary proof of RFC 0001 ("Acceptance
 // evidence"): one suite, TestBoundaryProof, in which a single pair — a
 // writer and a reviewer in a review loop, built from the public packages
-// (workers, orchestrator, tools, store, providers/openai) with plain
-// constructors — exercises the parts the kernel boundary must carry
-// without growing: the OpenAI-compatible provider over real HTTP against
-// loopback servers replaying OpenAI, vLLM and Ollama transcripts; the
-// compiled fs.write under the pair's one leased plan; the SQLite store as
-// the required observer of both workers and the timeline; the timeline's
-// clients (the in-process subscriber and `runs replay --json`); and the
-// two-worker review loop, approved after a rejected first draft. The same
-// pair is then cancelled at every timeline boundary and panicked in its
-// provider and its tool, and the kernel is shown unchanged with archtest's
-// own readings (proof/boundary). `make proof` writes what the suite
-// measured to proof/LEDGER.md; the suite fails when that file is stale.
-//
-// Two parts are extension points until their packages land (Config.Runtime
-// for the runtime tool, Config.Client for the alternate client); the
-// ledger lists them as not yet proven.
+// (workers, orchestrator, tools, plugins/host, store, providers/openai,
+// server) with plain constructors — exercises the six parts the kernel
+// boundary must carry without growing: the OpenAI-compatible provider over
+// real HTTP against loopback servers replaying OpenAI, vLLM and Ollama
+// transcripts; the compiled fs.write and the Go fixture plugin's echo (a
+// runtime tool in its own process, pinned by SHA-256) in the pair's one
+// leased plan, the plugin host's plan.Source; the SQLite store as the
+// required observer of both workers and the timeline; the timeline's
+// clients (the in-process subscriber, `runs replay --json`, and the serve
+// API's SSE stream read by a plain HTTP client, with the server running
+// the pair); and the two-worker review loop, approved after a rejected
+// first draft. The same pair is then cancelled at every timeline boundary
+// and panicked in its provider, its compiled tool and a plugin process,
+// and the kernel is shown unchanged with archtest's own readings
+// (proof/boundary). `make proof` writes what the suite measured to
+// proof/LEDGER.md; the suite fails when that file is stale.
 //
 // Every check returns a *PartError naming its part, and breaks_test.go
 // breaks each part to show it. The package knows the parts only through

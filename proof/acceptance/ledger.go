@@ -54,6 +54,16 @@ type Ledger struct {
 	Transcripts             []string // "name sha256"
 	Kernel                  KernelReport
 	Counts                  Counts
+	// Plugin is the runtime-tool part's fixture, when it ran.
+	Plugin *PluginRecord
+}
+
+// PluginRecord is the plugin fixture the runtime-tool part ran: its
+// build, its pinned digest and its generation/lease timeline.
+type PluginRecord struct {
+	Package, Build string
+	Digests        []string
+	Timeline       []string
 }
 
 // Render writes the ledger. Everything but the date and commit lines is a
@@ -89,6 +99,19 @@ func (l Ledger) Render() []byte {
 		p("- %s", e)
 	}
 	p("")
+	if pl := l.Plugin; pl != nil {
+		p("## Runtime tool plugin")
+		p("")
+		p("- Fixture: `%s`, built with `%s`.", pl.Package, pl.Build)
+		for _, d := range pl.Digests {
+			p("- SHA-256 (pinned, verified by the host at launch): %s", d)
+		}
+		p("- Generation/lease timeline of the pair's plan source:")
+		for i, e := range pl.Timeline {
+			p("  %d. %s", i+1, e)
+		}
+		p("")
+	}
 	p("## Dependency scan")
 	p("")
 	p("- Kernel API: %d entries, equal to `%s` (SHA-256 %s) and to the proof's baseline.", l.Kernel.APIEntries, GoldenPath, l.Kernel.GoldenSHA)
@@ -115,7 +138,7 @@ func (l Ledger) Render() []byte {
 	c := l.Counts
 	p("- Module: %d tests, %d fuzz targets, %d benchmarks; `make test` runs every test with `-race -shuffle=on`.", c.Tests, c.Fuzz, c.Benchmarks)
 	p("- Named for cancellation: %d; for panics: %d; for snapshots: %d; for races: %d.", c.Cancel, c.Panic, c.Snapshot, c.Race)
-	p("- This suite: %d pair plays, a cancellation at each of %d timeline boundaries, %d panic injections (provider and compiled tool).", c.Runs, c.CancelPoints, c.PanicPoints)
+	p("- This suite: %d pair plays, a cancellation at each of %d timeline boundaries, %d panic injections (provider, compiled tool and plugin tool).", c.Runs, c.CancelPoints, c.PanicPoints)
 	return b.Bytes()
 }
 
@@ -235,7 +258,8 @@ func TranscriptDigests() ([]string, error) {
 }
 
 // RealModules are the third-party modules the proven parts run on.
-var RealModules = []string{"github.com/openai/openai-go/v3", "modernc.org/sqlite", "modernc.org/libc"}
+var RealModules = []string{"github.com/openai/openai-go/v3", "modernc.org/sqlite", "modernc.org/libc",
+	"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/hashicorp/go-memdb"}
 
 // ModuleVersions asks `go list -m` for the versions of RealModules.
 func ModuleVersions(ctx context.Context, goCmd, root string) ([]string, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/store"
 	"github.com/spice-orch/spice-orch/tools"
@@ -65,36 +66,35 @@ type Config struct {
 	// Cancel, if set, receives the function that cancels the pair's
 	// context before the pair starts.
 	Cancel func(context.CancelFunc)
-	// Runtime is the runtime-tool extension point (RuntimeToolPart); nil
-	// until plugins/ has landed.
+	// Runtime, if set, is the runtime-tool part: the pair's plan source is
+	// the plugin host's, over the compiled tools and these plugins.
 	Runtime *RuntimeToolPart
-	// Client is the alternate-client extension point (AlternateClient);
-	// nil until server/ has landed.
+	// Client, if set, is the alternate client; one that is a PairHost
+	// also runs the pair.
 	Client AlternateClient
 	// Wait bounds the whole play. Default one minute.
 	Wait time.Duration
 }
 
-// RuntimeToolPart is the extension point of the runtime-tool part: the
-// tools a plugin generation serves, added to the pair's one plan beside
-// the compiled tools, and the transcript in which the reviewer calls one
-// of them before its first review. Until plugins/ lands it is nil and the
-// ledger says "not yet proven".
+// RuntimeToolPart is the runtime-tool part: plugin processes whose tools
+// join the compiled tools in the pair's one leased plan (the plugin host's
+// plan.Source, host.NewSource), and the transcript in which the reviewer
+// calls one of them before its first review. Each play launches the
+// plugins afresh and stops them after the pair.
 type RuntimeToolPart struct {
-	// Tools are the plugin's tools, already behind its host.
-	Tools []tool.Tool
+	// Plugins are the plugins of the plan source, one generation each.
+	Plugins []host.Config
+	// Tools name the plugins' tools the reviewer may call.
+	Tools []string
 	// ReviewerCall is the transcript (Ollama wire format) in which the
 	// reviewer calls a runtime tool; it is played before
 	// ReviewerTranscripts.
 	ReviewerCall Transcript
-	// Close stops the plugin process after the pair; nil if nothing to do.
-	Close func() error
 }
 
-// AlternateClient is the extension point of the alternate-client part: a
-// client that reads the pair timeline the way a remote one does (the
-// serve SSE API, read by a plain HTTP client). Until server/ lands it is
-// nil and the ledger says "not yet proven".
+// AlternateClient is the alternate-client part: a client that reads the
+// pair timeline the way a remote one does (ServeClient: the serve SSE
+// API, read by a plain HTTP client).
 type AlternateClient interface {
 	// Name names the client in failures and the ledger ("serve SSE").
 	Name() string
@@ -104,6 +104,15 @@ type AlternateClient interface {
 	// Timeline is called after the pair has ended and returns every event
 	// the client received, each as its JSON line and "\n".
 	Timeline(ctx context.Context) ([]byte, error)
+}
+
+// PairHost is an alternate client that also runs the pair, as `serve`
+// does: Play hands it the pair's config and the store instead of calling
+// orchestrator.Run, and it returns the pair once started. The pair then
+// runs under the host's context (a scheduler job's), so Config.Cancel does
+// not reach it: the cancellation sweep plays without a client.
+type PairHost interface {
+	Host(ctx context.Context, st *store.Store, cfg orchestrator.Config) (*orchestrator.Pair, error)
 }
 
 // Played is what one play of the pair left behind.
@@ -133,6 +142,8 @@ type Played struct {
 	Workspace string
 	// Store is the store the pair recorded to when Config.Store was nil.
 	Store *store.Store
+	// Runtime is the runtime-tool part's report, when it was on.
+	Runtime *RuntimeReport
 }
 
 // Close closes the store Play opened.
@@ -242,9 +253,6 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 	}
 	if cfg.Runtime != nil {
 		rt = append([]Transcript{cfg.Runtime.ReviewerCall}, rt...)
-		if cfg.Runtime.Close != nil {
-			defer cfg.Runtime.Close()
-		}
 	}
 	var order atomic.Int64
 	writerSrv, reviewerSrv := NewModelServer(&order, wt...), NewModelServer(&order, rt...)
@@ -265,9 +273,16 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 	}
 	out.Acked = NewAcked(obs)
 
-	plans, err := buildPlan(out.Workspace, "plan-"+cfg.PairID, cfg)
+	plans, rsrc, err := buildPlan(ctx, out.Workspace, "plan-"+cfg.PairID, cfg)
 	if err != nil {
 		return out, err
+	}
+	if rsrc != nil {
+		// After the pair has ended (deferred calls run last in, first out).
+		defer func() {
+			rep := rsrc.close()
+			out.Runtime = &rep
+		}()
 	}
 	clock := &enginetest.Clock{}
 	writer, err := worker(cfg, out.Acked, clock, "writer", "gpt-4o-mini",
@@ -282,7 +297,20 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 	}
 	sub := &subscriber{done: make(chan struct{})}
 	var clientErr error
-	pair, err := orchestrator.Run(ctx, orchestrator.Config{
+	run := orchestrator.Run
+	if h, ok := cfg.Client.(PairHost); ok {
+		st := out.Store
+		if st == nil {
+			st, _ = cfg.Store.(*store.Store)
+		}
+		if st == nil {
+			return out, errors.New("acceptance: a PairHost client needs a *store.Store")
+		}
+		run = func(ctx context.Context, oc orchestrator.Config) (*orchestrator.Pair, error) {
+			return h.Host(ctx, st, oc)
+		}
+	}
+	pair, err := run(ctx, orchestrator.Config{
 		ID: cfg.PairID, Plans: plans, Clock: clock,
 		First: writer, Second: reviewer,
 		Pattern: orchestrator.ReviewLoop, Task: Task, MaxRounds: 3,
@@ -366,10 +394,10 @@ func (s *subscriber) wait() {
 	}
 }
 
-func buildPlan(workspace, planID string, cfg Config) (*plan.Memory, error) {
+func buildPlan(ctx context.Context, workspace, planID string, cfg Config) (plan.Source, *runtimeSource, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Tool != nil {
 		for i := range ts {
@@ -377,17 +405,22 @@ func buildPlan(workspace, planID string, cfg Config) (*plan.Memory, error) {
 		}
 	}
 	if cfg.Runtime != nil {
-		ts = append(ts, cfg.Runtime.Tools...)
+		rs, err := newRuntimeSource(ctx, planID, ts, cfg.Runtime)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rs, rs, nil
 	}
 	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pl, err := plan.New(plan.ID(planID), d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return plan.NewMemory(pl)
+	m, err := plan.NewMemory(pl)
+	return m, nil, err
 }
 
 func worker(cfg Config, store eventlog.Observer, clock engine.Clock, role, modelName, system, key string, srv *ModelServer) (workers.Config, error) {

@@ -308,20 +308,37 @@ func CheckClient(p *Played, client AlternateClient) error {
 }
 
 // CheckRuntime: the reviewer called one of the runtime part's tools under
-// the pair's plan and it completed.
+// the pair's plan and it completed; every plugin process the play started
+// ran the pinned executable and is gone, by PID, after the host stopped.
 func CheckRuntime(p *Played, rt *RuntimeToolPart) error {
 	lines, err := ParseLines(p.Subscribed)
 	if err != nil {
 		return wrap(PartRuntime, err)
 	}
 	names := make(map[string]bool)
-	for _, t := range rt.Tools {
-		names[t.Definition().Name()] = true
+	for _, n := range rt.Tools {
+		names[n] = true
 	}
+	called := false
 	for _, l := range lines {
 		if l.Kind == "tool.completed" && l.Worker == "reviewer" && names[str(l.Inner, "name")] {
-			return nil
+			called = true
+			break
 		}
 	}
-	return fail(PartRuntime, "the reviewer completed no call of a runtime tool")
+	if !called {
+		return fail(PartRuntime, "the reviewer completed no call of a runtime tool")
+	}
+	if p.Runtime == nil {
+		return fail(PartRuntime, "the pair ran without the plugin host's plan source")
+	}
+	if p.Runtime.Err != nil {
+		return p.Runtime.Err
+	}
+	for i, c := range rt.Plugins {
+		if i >= len(p.Runtime.Digests) || p.Runtime.Digests[i] != c.SHA256 {
+			return fail(PartRuntime, "plugin %d ran executable %v, pinned %s", i+1, p.Runtime.Digests, c.SHA256)
+		}
+	}
+	return nil
 }
