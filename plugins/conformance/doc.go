@@ -4,7 +4,8 @@
 // protocol only (plugins/PROTOCOL.md and plugin.proto): launch and
 // handshake, authentication, protocol negotiation, the manifest against
 // the kernel's tool contracts, the outcomes of the tool profile below,
-// cancellation, unknown fields, message bounds and shutdown.
+// cancellation, the call's own deadline, unknown fields, message bounds
+// and shutdown.
 //
 // The suite reaches a plugin through two small interfaces: a Launcher
 // starts one process and returns a Target (the process, its gRPC
@@ -21,7 +22,8 @@
 //   - progress {"count": n} (read-only, safe): n progress messages, then a
 //     result.
 //   - slow {"millis": n} (read-only, safe): one progress message, then
-//     waits n ms; stops when the call is cancelled.
+//     waits n ms; stops when the call is cancelled, and ends at the
+//     request's timeout_millis with a definitive execution error.
 //   - slow_inflight {"wait_millis": n} (read-only, safe): waits up to n ms
 //     until no slow call runs; its content is how many still run.
 //   - problem {} (read-only, safe): a result with a model-visible problem.
