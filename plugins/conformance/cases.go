@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/spice-orch/spice-orch/plugins/handshake"
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -135,9 +136,11 @@ func caseAuthWrong(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	other := make([]byte, 32)
-	rand.Read(other)
-	for label, tok := range map[string]string{"another secret's token:": HostToken(other), "upper-case token:": strings.ToUpper(t.AuthToken())} {
+	other, err := handshake.NewSecret(rand.Reader)
+	if err != nil {
+		return err
+	}
+	for label, tok := range map[string]string{"another secret's token:": other.HostAuth(), "upper-case token:": strings.ToUpper(t.AuthToken())} {
 		if err := refused(metadata.AppendToOutgoingContext(ctx, AuthMetadata, tok), t, label); err != nil {
 			return err
 		}

@@ -10,8 +10,13 @@
 // The suite reaches a plugin through two small interfaces: a Launcher
 // starts one process and returns a Target (the process, its gRPC
 // connection and the token that authenticates calls). ProcessLauncher,
-// in launch.go, is the suite's own minimal launcher; the plugin host's
-// launcher can stand in for it.
+// in launch.go, is the suite's own minimal launcher. The plugin host's
+// launcher cannot stand behind Target: its connection authenticates every
+// call, it offers only the host's protocol versions, and it judges the
+// manifest itself, while cases must call without a token, offer 0 or 2,
+// and report a bad manifest as a failed case. So the suite keeps this
+// launcher, and the handshake line's parser, proof and token are
+// plugins/handshake's (one parser for the protocol).
 //
 // # Tool profile
 //
