@@ -58,6 +58,11 @@ type Options struct {
 	Getenv func(string) string
 	// Clock times every event; nil means the wall clock.
 	Clock engine.Clock
+	// PluginEvents, when set and the spec lists plugins, is told of every
+	// generation event of the pair's plugin host (host.SourceConfig.OnEvent):
+	// the first plan's activation during Build, restarts while the pair
+	// plays, drains at Close. It must return quickly.
+	PluginEvents func(host.Event)
 }
 
 // Pair is a built pair, ready for orchestrator.Start.
@@ -70,6 +75,9 @@ type Pair struct {
 
 	closers []func()
 	plugins *host.Source // nil without plugins
+	// defs are the plan's tool definitions: the compiled tools and, with
+	// plugins, theirs, which a scripted worker's calls are checked against.
+	defs map[string]tool.Definition
 }
 
 // Close releases what Build opened beside the pair: idle HTTP connections
@@ -128,20 +136,21 @@ func Build(o Options) (*Pair, error) {
 	p := &Pair{}
 	var plans plan.Source
 	var ident plan.Identity
-	var names []string
+	var defs map[string]tool.Definition
 	var err error
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, names, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
+		src, ident, defs, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
 		if err != nil {
 			return nil, err
 		}
 		plans, p.plugins = src, src
 		p.closers = append(p.closers, func() { _ = src.Close() })
-	} else if plans, ident, names, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
+	} else if plans, ident, defs, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
-	p.Plan, p.Tools = ident, names
+	names := sortedNames(defs)
+	p.Plan, p.Tools, p.defs = ident, names, defs
 	var ws [2]workers.Config
 	for i, w := range o.Spec.Workers {
 		if ws[i], err = p.worker(o, workerField(i), w, names); err != nil {
@@ -182,7 +191,7 @@ func Build(o Options) (*Pair, error) {
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
 // the workspace, behind one dispatcher.
-func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string, error) {
+func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
@@ -199,12 +208,27 @@ func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, []string,
 	if err != nil {
 		return nil, plan.Identity{}, nil, err
 	}
-	var names []string
+	return mem, pl.Identity(), definitionsOf(pl), nil
+}
+
+// definitionsOf are a plan's tool definitions by name: what a scripted
+// worker's calls are checked against.
+func definitionsOf(pl plan.Plan) map[string]tool.Definition {
+	defs := map[string]tool.Definition{}
 	for def := range pl.Definitions() {
-		names = append(names, def.Name())
+		defs[def.Name()] = def
+	}
+	return defs
+}
+
+// sortedNames are the names of defs, sorted.
+func sortedNames(defs map[string]tool.Definition) []string {
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
 	}
 	slices.Sort(names)
-	return mem, pl.Identity(), names, nil
+	return names
 }
 
 // worker builds one worker's config: definition, provider and engine
@@ -229,11 +253,7 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
 	switch w.Provider {
 	case spec.Scripted:
-		defs, err := definitions()
-		if err != nil {
-			return nil, err
-		}
-		if err := checkCalls(o.Spec.File, field, w, defs); err != nil {
+		if err := checkCalls(o.Spec.File, field, w, p.defs); err != nil {
 			return nil, &ConfigError{err}
 		}
 		prov, err := scripted.NewProvider(w.Script)
