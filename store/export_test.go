@@ -22,6 +22,7 @@ func FailCommits(ctx context.Context, s *Store) error {
 	s.w.st.commit = st // the writer reads it after the next event is queued
 	return nil
 }
+
 // MaxWALBytes is the size the WAL file stays within under sustained load:
 // the checkpoint threshold plus one full batch of small events, in frames.
 const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
