@@ -131,7 +131,8 @@ scaling-plot:
 ## plugins/bufcli/package-lock.json (compiling it from source through the
 ## Go module proxy takes minutes on two cores; without npm, that is the
 ## fallback). The generators run through the Go module proxy at pinned
-## versions (plugins/buf.gen.yaml).
+## versions (plugins/buf.gen.yaml); the hand-written doc.go of the
+## generated package is not compared.
 BUF_NPM := plugins/bufcli/node_modules/.bin/buf
 BUF     ?= $(if $(shell command -v npm),$(CURDIR)/$(BUF_NPM),$(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0)
 

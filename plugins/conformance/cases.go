@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/spice-orch/spice-orch/plugins/handshake"
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -56,6 +57,7 @@ var cases = []Case{
 	{"error/uncertain", "fail_uncertain (mutating) ends with an uncertain execution error without retry advice", caseErrorUncertain},
 	{"write/confined", "write_file writes inside the plugin's directory; a path out of it is a model-visible problem", caseWriteConfined},
 	{"cancel", "cancelling a slow call's stream stops the call within the cancel bound; the plugin still serves", caseCancel},
+	{"deadline", "slow with timeout_millis ends by then with a definitive execution error, before the host's later gRPC deadline", caseDeadline},
 	{"unknown-fields", "requests carrying unknown fields are served as if the fields were absent", caseUnknownFields},
 	{"oversized", "a request over the manifest's max_request_bytes is refused RESOURCE_EXHAUSTED; the plugin still serves", caseOversized},
 	{"shutdown/stdin-eof", "when stdin ends the plugin exits within the exit bound and leaves no process in its group", caseStdinEOF},
@@ -134,9 +136,11 @@ func caseAuthWrong(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	other := make([]byte, 32)
-	rand.Read(other)
-	for label, tok := range map[string]string{"another secret's token:": HostToken(other), "upper-case token:": strings.ToUpper(t.AuthToken())} {
+	other, err := handshake.NewSecret(rand.Reader)
+	if err != nil {
+		return err
+	}
+	for label, tok := range map[string]string{"another secret's token:": other.HostAuth(), "upper-case token:": strings.ToUpper(t.AuthToken())} {
 		if err := refused(metadata.AppendToOutgoingContext(ctx, AuthMetadata, tok), t, label); err != nil {
 			return err
 		}
@@ -357,6 +361,38 @@ func caseCancel(ctx context.Context, s *session) error {
 	}
 	if r.Content() != "0" {
 		return fmt.Errorf("%s slow calls still run %d ms after the cancel", r.Content(), wait)
+	}
+	return nil
+}
+
+// deadlineMillis is the timeout_millis of the deadline case.
+const deadlineMillis = 300
+
+func caseDeadline(ctx context.Context, s *session) error {
+	t, defs, err := s.tools(ctx)
+	if err != nil {
+		return err
+	}
+	// The gRPC deadline is later by the cancel bound, as the host's is
+	// (PROTOCOL.md): a plugin that leaves the bound to it fails here.
+	cctx, cancel := context.WithTimeout(ctx, deadlineMillis*time.Millisecond+s.cfg.CancelBound)
+	defer cancel()
+	s.calls++
+	c := &call{id: fmt.Sprintf("conformance-%d", s.calls)}
+	stream, err := client(t).Execute(authed(cctx, t), &pluginv1.ExecuteRequest{
+		CallId: c.id, ToolName: "slow", ArgumentsJson: []byte(`{"millis":60000}`), TimeoutMillis: deadlineMillis})
+	if err == nil {
+		err = readStream(stream, c)
+	}
+	if err != nil {
+		return fmt.Errorf("slow with timeout_millis %d: no outcome within %v after it: %w", deadlineMillis, s.cfg.CancelBound, err)
+	}
+	_, ee, err := kernelOutcome(defs["slow"], c.id, c.outcome)
+	if err != nil {
+		return fmt.Errorf("slow: the kernel refuses the outcome: %w", err)
+	}
+	if ee == nil || ee.Outcome() != tool.Definitive {
+		return fmt.Errorf("slow past its timeout_millis: want a definitive execution error, got %v", ee)
 	}
 	return nil
 }

@@ -4,13 +4,19 @@
 // protocol only (plugins/PROTOCOL.md and plugin.proto): launch and
 // handshake, authentication, protocol negotiation, the manifest against
 // the kernel's tool contracts, the outcomes of the tool profile below,
-// cancellation, unknown fields, message bounds and shutdown.
+// cancellation, the call's own deadline, unknown fields, message bounds
+// and shutdown.
 //
 // The suite reaches a plugin through two small interfaces: a Launcher
 // starts one process and returns a Target (the process, its gRPC
 // connection and the token that authenticates calls). ProcessLauncher,
-// in launch.go, is the suite's own minimal launcher; the plugin host's
-// launcher can stand in for it.
+// in launch.go, is the suite's own minimal launcher. The plugin host's
+// launcher cannot stand behind Target: its connection authenticates every
+// call, it offers only the host's protocol versions, and it judges the
+// manifest itself, while cases must call without a token, offer 0 or 2,
+// and report a bad manifest as a failed case. So the suite keeps this
+// launcher, and the handshake line's parser, proof and token are
+// plugins/handshake's (one parser for the protocol).
 //
 // # Tool profile
 //
@@ -21,7 +27,8 @@
 //   - progress {"count": n} (read-only, safe): n progress messages, then a
 //     result.
 //   - slow {"millis": n} (read-only, safe): one progress message, then
-//     waits n ms; stops when the call is cancelled.
+//     waits n ms; stops when the call is cancelled, and ends at the
+//     request's timeout_millis with a definitive execution error.
 //   - slow_inflight {"wait_millis": n} (read-only, safe): waits up to n ms
 //     until no slow call runs; its content is how many still run.
 //   - problem {} (read-only, safe): a result with a model-visible problem.

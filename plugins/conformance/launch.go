@@ -24,6 +24,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/spice-orch/spice-orch/plugins/handshake"
 )
 
 // ProcessLauncher is the suite's own minimal launcher, written from
@@ -118,11 +120,10 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return err
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	secret, err := handshake.NewSecret(rand.Reader)
+	if err != nil {
 		return err
 	}
-	secret := raw[:]
 	protocols := cfg.Protocols
 	if protocols == "" {
 		protocols = "1"
@@ -140,7 +141,7 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 	p.cmd = exec.Command(exe)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + p.dir, "LANG=C.UTF-8",
-		"SPICE_PLUGIN_PROTOCOLS=" + protocols, "SPICE_PLUGIN_DIR=" + sock}, l.Env...)
+		handshake.EnvProtocols + "=" + protocols, handshake.EnvDir + "=" + sock}, l.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = outW, errW
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -179,7 +180,7 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 	}()
 	// A plugin that exits at once may close stdin first: a failed write is
 	// not yet a verdict, the handshake line (or its absence) is.
-	io.WriteString(p.stdin, hex.EncodeToString(secret)+"\n")
+	p.stdin.Write(secret.Line())
 	timer := time.NewTimer(cmpDur(l.StartTimeout, 20*time.Second))
 	defer timer.Stop()
 	var line []byte
@@ -202,20 +203,22 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 			return fmt.Errorf("%w: stdout closed before a complete line", ErrHandshake)
 		}
 	}
-	hs, err := ParseHandshake(line)
+	hs, err := handshake.Parse(strings.TrimSuffix(string(line), "\n"))
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
-	if !hs.VerifyProof(secret) {
+	if !secret.CheckProof(hs) {
 		return ErrProof
 	}
+	// A case may offer versions the host's parser refuses to read (0):
+	// the offer is compared as the text it was.
 	if !slices.Contains(strings.Split(protocols, ","), strconv.FormatUint(uint64(hs.Version), 10)) {
 		return fmt.Errorf("%w: %d, offered %q", ErrProtocol, hs.Version, protocols)
 	}
 	target := "passthrough:///" + hs.Address
-	if hs.Network == "unix" {
+	if hs.Network == handshake.NetworkUnix {
 		if !strings.HasPrefix(hs.Address, sock+string(filepath.Separator)) {
-			return fmt.Errorf("%w: the socket is not in SPICE_PLUGIN_DIR", ErrHandshake)
+			return fmt.Errorf("%w: the socket is not in %s", ErrHandshake, handshake.EnvDir)
 		}
 		target = "unix://" + hs.Address
 	}
@@ -225,7 +228,7 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 	if err != nil {
 		return err
 	}
-	p.hs, p.token = hs, HostToken(secret)
+	p.hs, p.token = hs, secret.HostAuth()
 	return nil
 }
 

@@ -27,6 +27,7 @@ func TestP8_TheSuiteCatchesEachMisbehaviour(t *testing.T) {
 		{"double-outcome", []string{"echo"}, nil},
 		{"wrong-call-id", []string{"echo"}, nil},
 		{"ignore-cancel", []string{"cancel"}, nil},
+		{"ignore-deadline", []string{"deadline"}, nil},
 		{"strict-unknown", []string{"unknown-fields"}, nil},
 		{"no-size-limit", []string{"oversized"}, nil},
 		{"ignore-shutdown", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},

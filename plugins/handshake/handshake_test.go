@@ -120,3 +120,38 @@ func FuzzHandshakeLine(f *testing.F) {
 		_ = s.CheckProof(l)
 	})
 }
+
+func TestP8_ProofAndTokenAreKeyedByTheSecretBytes(t *testing.T) {
+	s, err := NewSecret(bytes.NewReader(bytes.Repeat([]byte{7}, 32)))
+	require.NoError(t, err)
+	// Independent values (HMAC-SHA256 with the 32 raw bytes as key, not
+	// their hex), computed once with Python's hmac module.
+	require.Equal(t, "cd6f7801ddceb1ba2940d1f9f9a7bd99c513de9033a3f7476c217474c22eda37", s.HostAuth())
+	l := NewLine(s, Version, NetworkUnix, "/tmp/d/plugin.sock")
+	require.True(t, s.CheckProof(l))
+	other, err := NewSecret(bytes.NewReader(bytes.Repeat([]byte{8}, 32)))
+	require.NoError(t, err)
+	require.False(t, other.CheckProof(l))
+	l.Address = "/tmp/e/plugin.sock"
+	require.False(t, s.CheckProof(l), "the proof binds the endpoint")
+}
+
+func TestP8_ParseRefusesWhatTheSuiteRefuses(t *testing.T) {
+	proof := strings.Repeat("ab", 32)
+	for _, line := range []string{
+		"SPICE-PLUGIN||unix|/tmp/s|" + proof,
+		"SPICE-PLUGIN|-1|unix|/tmp/s|" + proof,
+		"SPICE-PLUGIN|4294967296|unix|/tmp/s|" + proof,
+		"spice-plugin|1|unix|/tmp/s|" + proof,
+		"SPICE-PLUGIN|1|tcp|localhost:4242|" + proof,
+		"SPICE-PLUGIN|1|unix|/tmp/s|" + proof[:62],
+		"SPICE-PLUGIN|1|unix|/tmp/s|" + proof[:62] + "zz",
+		"SPICE-PLUGIN|1|unix|/" + strings.Repeat("a", MaxLineBytes) + "|" + proof,
+	} {
+		_, err := Parse(line)
+		require.ErrorIs(t, err, ErrMalformed, "%q", line)
+	}
+	l, err := Parse("SPICE-PLUGIN|1|tcp|127.0.0.1:4242|" + proof)
+	require.NoError(t, err)
+	require.Equal(t, Line{Version: 1, Network: NetworkTCP, Address: "127.0.0.1:4242", Proof: proof}, l)
+}

@@ -186,12 +186,17 @@ func TestP3_ManifestIdentityChecked(t *testing.T) {
 	require.Equal(t, uint32(1), m.Protocol)
 	require.Equal(t, "fixture", m.Name)
 	var names []string
-	for _, d := range m.Tools {
+	write := -1
+	for i, d := range m.Tools {
 		names = append(names, d.Name())
+		if d.Name() == "write" {
+			write = i
+		}
 	}
-	require.Equal(t, []string{"blob", "echo", "hold", "slow", "write"}, names)
-	require.Equal(t, tool.Mutating, m.Tools[4].Effect())
-	require.True(t, m.Tools[4].HasCapability(tool.FilesystemWrite))
+	require.Equal(t, []string{"blob", "echo", "fail_definitive", "fail_uncertain", "hold", "problem", "progress",
+		"slow", "slow_inflight", "write", "write_file"}, names)
+	require.Equal(t, tool.Mutating, m.Tools[write].Effect())
+	require.True(t, m.Tools[write].HasCapability(tool.FilesystemWrite))
 }
 
 func TestP5_StartupTimeout(t *testing.T) {

@@ -204,7 +204,12 @@ func (s *server) streamAuth(srv any, ss grpc.ServerStream, _ *grpc.StreamServerI
 	return h(srv, ss)
 }
 
-func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	if !slices.Contains(req.GetHostProtocolVersions(), handshake.Version) {
+		// PROTOCOL.md: a manifest of a version the host did not offer
+		// would be one it cannot read.
+		return nil, status.Error(codes.FailedPrecondition, "no common protocol version: this plugin speaks 1")
+	}
 	m := &pb.Manifest{
 		ProtocolVersion: handshake.Version,
 		PluginName:      s.o.Name,

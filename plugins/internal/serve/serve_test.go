@@ -9,9 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/spice-orch/spice-orch/functool"
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,4 +77,17 @@ func newShortDir(t *testing.T) (string, error) {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
 	return dir, err
+}
+
+func TestP3_DescribeWithoutACommonVersionFailsPrecondition(t *testing.T) {
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: []tool.Tool{echo()}})
+	require.NoError(t, err)
+	s := &server{o: Options{Name: "p", Version: "1"}, d: d}
+	for _, vs := range [][]uint32{nil, {0}, {2}, {0, 2}} {
+		_, err := s.Describe(t.Context(), &pb.DescribeRequest{HostProtocolVersions: vs})
+		require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", vs)
+	}
+	resp, err := s.Describe(t.Context(), &pb.DescribeRequest{HostProtocolVersions: []uint32{2, 1}})
+	require.NoError(t, err)
+	require.Equal(t, uint32(1), resp.GetManifest().GetProtocolVersion())
 }

@@ -159,6 +159,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv,
 		Timeline: []eventlog.Observer{pr}}
 	var rec *recording
+	var plugins *pluginRecorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -166,6 +167,12 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		}
 		rec = &recording{store: o}
 		opts.Store = rec
+		if len(s.Plugins) > 0 {
+			if plugins, err = newPluginRecorder(pairID, o, time.Now); err != nil {
+				return failed(err)
+			}
+			opts.PluginEvents = plugins.onEvent
+		}
 	}
 	if kind := env.Getenv(EnvPauseAfter); kind != "" {
 		p, err := newPauser(kind, ctx.Done(), env.Stderr)
@@ -183,6 +190,14 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		return failed(err)
 	}
 	defer built.Close()
+	if plugins != nil {
+		plugins.setLookup(built.PluginPlan)
+		// The first plan's activation: recorded before the pair starts,
+		// so that its plan ID is findable as soon as a run names it.
+		if err := plugins.flush(ctx); err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if f.otel {
 		o, err := startOTel(ctx, env, true, providerNames(s))
 		if err != nil {
@@ -207,6 +222,15 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		return failed(err)
 	}
 	_, werr := pair.Wait(context.Background())
+	if plugins != nil {
+		// Closing the host drains its generations: their last events.
+		built.Close()
+		err := plugins.flush(context.Background())
+		err = errors.Join(err, plugins.close(context.Background()))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if rec != nil {
 		again := "spice-orch runs show " + pairID
 		if f.store != "" {

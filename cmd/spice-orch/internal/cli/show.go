@@ -53,6 +53,11 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 			return failed(err)
 		}
 	}
+	pevs, err := readPluginLog(ctx, st, s.ID)
+	if err != nil {
+		return failed(err)
+	}
+	showPlugins(out, pevs, rec.Runs)
 	uncertain(out, rec.Uncertain)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"iter"
 	"maps"
 	"net/http"
 	"slices"
@@ -59,6 +58,11 @@ type Options struct {
 	Getenv func(string) string
 	// Clock times every event; nil means the wall clock.
 	Clock engine.Clock
+	// PluginEvents, when set and the spec lists plugins, is told of every
+	// generation event of the pair's plugin host (host.SourceConfig.OnEvent):
+	// the first plan's activation during Build, restarts while the pair
+	// plays, drains at Close. It must return quickly.
+	PluginEvents func(host.Event)
 }
 
 // Pair is a built pair, ready for orchestrator.Start.
@@ -71,6 +75,9 @@ type Pair struct {
 
 	closers []func()
 	plugins *host.Source // nil without plugins
+	// defs are the plan's tool definitions: the compiled tools and, with
+	// plugins, theirs, which a scripted worker's calls are checked against.
+	defs map[string]tool.Definition
 }
 
 // Close releases what Build opened beside the pair: idle HTTP connections
@@ -133,7 +140,7 @@ func Build(o Options) (*Pair, error) {
 	var err error
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, defs, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins)
+		src, ident, defs, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
 		if err != nil {
 			return nil, err
 		}
@@ -142,10 +149,11 @@ func Build(o Options) (*Pair, error) {
 	} else if plans, ident, defs, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
-	p.Plan, p.Tools = ident, slices.Sorted(maps.Keys(defs))
+	names := sortedNames(defs)
+	p.Plan, p.Tools, p.defs = ident, names, defs
 	var ws [2]workers.Config
 	for i, w := range o.Spec.Workers {
-		if ws[i], err = p.worker(o, workerField(i), w, defs); err != nil {
+		if ws[i], err = p.worker(o, workerField(i), w, names); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -200,28 +208,38 @@ func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, map[strin
 	if err != nil {
 		return nil, plan.Identity{}, nil, err
 	}
-	return mem, pl.Identity(), definitionsOf(pl.Definitions()), nil
+	return mem, pl.Identity(), definitionsOf(pl), nil
 }
 
-// definitionsOf indexes a plan's tool definitions by name, for checking
-// scripted calls against the tools the pair will really have.
-func definitionsOf(seq iter.Seq[tool.Definition]) map[string]tool.Definition {
-	defs := make(map[string]tool.Definition)
-	for def := range seq {
+// definitionsOf are a plan's tool definitions by name: what a scripted
+// worker's calls are checked against.
+func definitionsOf(pl plan.Plan) map[string]tool.Definition {
+	defs := map[string]tool.Definition{}
+	for def := range pl.Definitions() {
 		defs[def.Name()] = def
 	}
 	return defs
 }
 
+// sortedNames are the names of defs, sorted.
+func sortedNames(defs map[string]tool.Definition) []string {
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // worker builds one worker's config: definition, provider and engine
 // parts. Its run IDs are "<pair>/<role>/run-N".
-func (p *Pair) worker(o Options, field string, w spec.Worker, defs map[string]tool.Definition) (workers.Config, error) {
+func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string) (workers.Config, error) {
 	def, err := engine.NewDefinition(engine.DefinitionConfig{
 		Name: w.Role, Model: w.Model, System: w.System, MaxTurns: w.MaxTurns})
 	if err != nil {
 		return workers.Config{}, &ConfigError{err}
 	}
-	prov, err := p.provider(o, field, w, defs)
+	prov, err := p.provider(o, field, w, toolNames)
 	if err != nil {
 		return workers.Config{}, err
 	}
@@ -232,10 +250,10 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, defs map[string]to
 	return workers.Config{Role: w.Role, Definition: def, Engine: eng}, nil
 }
 
-func (p *Pair) provider(o Options, field string, w spec.Worker, defs map[string]tool.Definition) (model.Provider, error) {
+func (p *Pair) provider(o Options, field string, w spec.Worker, toolNames []string) (model.Provider, error) {
 	switch w.Provider {
 	case spec.Scripted:
-		if err := checkCalls(o.Spec.File, field, w, defs); err != nil {
+		if err := checkCalls(o.Spec.File, field, w, p.defs); err != nil {
 			return nil, &ConfigError{err}
 		}
 		prov, err := scripted.NewProvider(w.Script)

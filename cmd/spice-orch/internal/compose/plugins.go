@@ -26,12 +26,12 @@ func PluginConfig(p spec.Plugin) host.Config {
 // host.Source over the compiled tools and one verified generation of each
 // plugin (plans planID-1, planID-2, ...). A plugin that cannot be verified
 // is a *ConfigError: the spec's pin or path is what the user fixes.
-func pluginPlan(workspace, planID string, ps []spec.Plugin) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
+func pluginPlan(workspace, planID string, ps []spec.Plugin, onEvent func(host.Event)) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
 	compiled, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: compiled}
+	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: compiled, OnEvent: onEvent}
 	for _, p := range ps {
 		cfg.Plugins = append(cfg.Plugins, PluginConfig(p))
 	}
@@ -46,7 +46,7 @@ func pluginPlan(workspace, planID string, ps []spec.Plugin) (*host.Source, plan.
 	}
 	pl := l.Plan()
 	_ = l.Release(context.Background())
-	return src, pl.Identity(), definitionsOf(pl.Definitions()), nil
+	return src, pl.Identity(), definitionsOf(pl), nil
 }
 
 // Generations describes the plugin generations of the pair's plan; none
@@ -56,4 +56,14 @@ func (p *Pair) Generations() []host.GenerationInfo {
 		return nil
 	}
 	return p.plugins.Current().Generations
+}
+
+// PluginPlan returns the plugin generations of one of the pair's plans
+// (the plan ID of a run.started); false without plugins or for a plan the
+// host no longer retains.
+func (p *Pair) PluginPlan(planID plan.ID) (host.GenerationPlan, bool) {
+	if p.plugins == nil {
+		return host.GenerationPlan{}, false
+	}
+	return p.plugins.Plan(planID)
 }
