@@ -179,6 +179,10 @@ const (
 	maxEnds    = 64
 )
 
+// testHookDrained, set only by tests, runs after a drain's commit, before
+// its jobs leave unstoredIDs.
+var testHookDrained func()
+
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
 func (s *Scheduler) inUse(jobID string) bool {
@@ -214,6 +218,9 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	}
 	s.lastQueued = batch[len(batch)-1].seq
 	txn.Defer(func() { // after the commit
+		if testHookDrained != nil {
+			testHookDrained()
+		}
 		s.unsynced.Add(-int64(len(batch)))
 		s.mu.Lock()
 		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
@@ -221,6 +228,10 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 		}
 		for _, r := range batch {
 			delete(s.unstoredIDs, r.id)
+			// A Wait may have read the job from the buffer after a
+			// deferred end in this commit (Cancel, Shutdown) woke its
+			// waiters: it blocks on the buffer, so wake it on leaving.
+			s.wakeLocked(r.id)
 		}
 		s.moves.Add(1)
 		clear(batch)

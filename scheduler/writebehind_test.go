@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -100,5 +101,53 @@ func TestO8_SubscribeWaitingSeesStartAtOnce(t *testing.T) {
 		require.NoError(t, <-got, "Subscribe returned before the pair ended (fake time would pass the hour)")
 		second.Release()
 		require.Equal(t, scheduler.Completed, wait(t, s, j2).State)
+	})
+}
+
+// TestO8_WaitOnCancelledPendingJobReturns: Cancel stores a pending job's
+// end and wakes its waiters in the same commit that stores the job; a
+// Wait that reads the job from the submission buffer after that wake but
+// before the buffer lets go of it must still be woken, not wait forever.
+func TestO8_WaitOnCancelledPendingJobReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			s     *scheduler.Scheduler
+			j2    string
+			armed atomic.Bool
+			got   = make(chan scheduler.Info, 1)
+			fail  = make(chan error, 1)
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		scheduler.SetDrainedHook(t, func() {
+			if !armed.CompareAndSwap(true, false) {
+				return
+			}
+			go func() {
+				info, err := s.Wait(ctx, j2)
+				if err != nil {
+					fail <- err
+					return
+				}
+				got <- info
+			}()
+			synctest.Wait() // Wait has read j2 from the buffer and blocks
+		})
+		s = newScheduler(t, scheduler.Config{Pairs: 1})
+		first := newHeld("First.")
+		j1 := submit(t, s, relay(t, first, cycling("OK.")))
+		<-first.started // the only slot is busy: j2 stays pending
+		j2 = submit(t, s, relay(t, cycling("Draft."), cycling("OK.")))
+
+		armed.Store(true)
+		require.NoError(t, s.Cancel(j2))
+		select {
+		case info := <-got:
+			require.Equal(t, scheduler.Cancelled, info.State)
+		case err := <-fail:
+			t.Fatalf("Wait on the cancelled job: %v (it was never woken; fake time passed the hour)", err)
+		}
+		first.Release()
+		require.Equal(t, scheduler.Completed, wait(t, s, j1).State)
 	})
 }
