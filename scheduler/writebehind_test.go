@@ -151,3 +151,54 @@ func TestO8_WaitOnCancelledPendingJobReturns(t *testing.T) {
 		require.Equal(t, scheduler.Completed, wait(t, s, j1).State)
 	})
 }
+
+// TestO8_DrainedJobNeverReadsQueuedAfterItsEnd: a drain's commit releases
+// the table before its jobs leave the submission buffer, so other
+// transactions can start, end or cancel a drained job first. Reads must
+// then see that end, not the job's Queued record still in the buffer.
+func TestO8_DrainedJobNeverReadsQueuedAfterItsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state scheduler.State
+		end   func(t *testing.T, s *scheduler.Scheduler, first *held, jobID string)
+	}{
+		{"started and completed", scheduler.Completed, func(t *testing.T, s *scheduler.Scheduler, first *held, _ string) {
+			first.Release() // the slot takes the stored job and runs it
+		}},
+		{"cancelled", scheduler.Cancelled, func(t *testing.T, s *scheduler.Scheduler, _ *held, jobID string) {
+			require.NoError(t, s.Cancel(jobID))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					s     *scheduler.Scheduler
+					first = newHeld("First.")
+					j2    string
+					armed atomic.Bool
+				)
+				scheduler.SetDrainedHook(t, func() {
+					if !armed.CompareAndSwap(true, false) {
+						return
+					}
+					// j2 is stored, still in the buffer: end it now.
+					tc.end(t, s, first, j2)
+					synctest.Wait() // the pool is idle again
+					info, err := s.Get(j2)
+					require.NoError(t, err)
+					require.Equal(t, tc.state, info.State, "Get after the job's end")
+				})
+				s = newScheduler(t, scheduler.Config{Pairs: 1})
+				j1 := submit(t, s, relay(t, first, cycling("OK.")))
+				<-first.started // the only slot is busy: j2 stays pending
+				j2 = submit(t, s, relay(t, cycling("Draft."), cycling("OK.")))
+				armed.Store(true)
+				require.Equal(t, []string{j1, j2}, listIDs(s, 0)) // List drains j2
+				require.False(t, armed.Load(), "the hook ran")
+				first.Release()
+				require.Equal(t, tc.state, wait(t, s, j2).State)
+				require.Equal(t, scheduler.Completed, wait(t, s, j1).State)
+			})
+		})
+	}
+}
