@@ -83,6 +83,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
 		s.unsynced.Add(-1)
 	} else if q != nil {
+		s.dropUnstored(q) // drained, but its drain's deferred work may not have run
 		s.buffered.Add(1)
 	}
 	if q == nil {

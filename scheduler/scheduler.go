@@ -48,7 +48,9 @@ type Scheduler struct {
 	draining []*record // guarded by mu; the batch a transaction is storing
 	spare    []*record // guarded by mu; a free pending array
 	closed   bool      // guarded by mu
-	// unstoredIDs indexes pending and draining by job ID.
+	// unstoredIDs indexes pending and draining by job ID; a draining
+	// job that starts or is cancelled before its drain lets go of it
+	// leaves at once (dropUnstored).
 	unstoredIDs map[string]*record // guarded by mu
 	// unsynced counts submissions not yet committed to the table; it
 	// drops only after the commit, so zero means every job Submit has

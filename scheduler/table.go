@@ -179,6 +179,10 @@ const (
 	maxEnds    = 64
 )
 
+// testHookDrained, set only by tests, runs after a drain's commit, before
+// its jobs leave unstoredIDs.
+var testHookDrained func()
+
 // inUse reports whether a job, stored, being stored or pending, has the
 // ID. The caller holds mu.
 func (s *Scheduler) inUse(jobID string) bool {
@@ -187,6 +191,17 @@ func (s *Scheduler) inUse(jobID string) bool {
 	}
 	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
 	return raw != nil
+}
+
+// dropUnstored removes r from unstoredIDs unless a job has left it
+// already. A drained job leaves it when its drain's deferred work runs,
+// after the table is released: a job that another transaction started or
+// cancelled in between leaves it then, so no read finds it queued in the
+// buffer after its start or end. The caller holds mu.
+func (s *Scheduler) dropUnstored(r *record) {
+	if s.unstoredIDs[r.id] == r {
+		delete(s.unstoredIDs, r.id)
+	}
 }
 
 // unstored reports whether a job pending or being stored has the ID. The
@@ -214,13 +229,20 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	}
 	s.lastQueued = batch[len(batch)-1].seq
 	txn.Defer(func() { // after the commit
+		if testHookDrained != nil {
+			testHookDrained()
+		}
 		s.unsynced.Add(-int64(len(batch)))
 		s.mu.Lock()
 		if len(s.draining) > 0 && &s.draining[0] == &batch[0] {
 			s.draining = nil
 		}
 		for _, r := range batch {
-			delete(s.unstoredIDs, r.id)
+			s.dropUnstored(r)
+			// A Wait may have read the job from the buffer after a
+			// deferred end in this commit (Cancel, Shutdown) woke its
+			// waiters: it blocks on the buffer, so wake it on leaving.
+			s.wakeLocked(r.id)
 		}
 		s.moves.Add(1)
 		clear(batch)
@@ -433,6 +455,7 @@ func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
 	s.retire(txn, r.id)
 	txn.Defer(func() {
 		s.mu.Lock()
+		s.dropUnstored(r) // it may be drained in a transaction whose deferred work is yet to run
 		s.wakeLocked(r.id)
 		s.mu.Unlock()
 	})
