@@ -56,6 +56,11 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if s.Workspace != "" {
 		return refuse("workspace", "a spec sent over HTTP may not name a workspace; the server gives each pair its own")
 	}
+	// A plugin is a native process the server would execute: a client must
+	// never choose one. This server runs no plugin a spec names.
+	if len(s.Plugins) > 0 {
+		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
+	}
 	scripted := true
 	for i, w := range s.Workers {
 		if w.Provider != spec.Scripted {

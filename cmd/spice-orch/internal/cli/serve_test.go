@@ -5,6 +5,8 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -124,7 +126,15 @@ func TestS1_ServeStreamsOnlyDurableEvents(t *testing.T) {
 func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 	ts := startTestServer(t)
 	outside := t.TempDir()
+	// An executable a client could name as a plugin; it leaves a mark if run.
+	bin := t.TempDir()
+	mark := filepath.Join(bin, "ran")
+	exe := filepath.Join(bin, "plugin")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o700))
+	sum := sha256.Sum256([]byte("#!/bin/sh\ntouch " + mark + "\n"))
 	cases := map[string]struct{ spec, field, msg string }{
+		"plugins": {"version: 1\npattern: relay\nplugins:\n  - path: " + exe + "\n    sha256: " + hex.EncodeToString(sum[:]) + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
+			"plugins", "request.yaml:3: plugins: a spec sent over HTTP may not launch plugins"},
 		"workspace": {"version: 1\npattern: relay\nworkspace: " + outside + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
 			"workspace", "request.yaml:3: workspace: a spec sent over HTTP may not name a workspace"},
 		"openai": {"version: 1\npattern: relay\nworkers:\n  - role: writer\n    provider: openai\n    model: gpt-4o-mini\n  - role: reviewer\n    provider: scripted\n",
@@ -146,6 +156,7 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 	ents, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	require.Empty(t, ents, "nothing written where the spec pointed")
+	require.NoFileExists(t, mark, "the plugin a client named never ran")
 	ws, err := os.ReadDir(filepath.Join(ts.dir, "data", "workspaces"))
 	if !os.IsNotExist(err) {
 		require.NoError(t, err)
