@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -57,17 +57,6 @@ type links struct {
 func linksOf(pairID string) links {
 	base := "/v1/pairs/" + pairID
 	return links{Self: base, Events: base + "/events", EventsJSONL: base + "/events.jsonl", Cancel: base + "/cancel"}
-}
-
-// terminalFields are what the view reads of a recorded pair terminal.
-type terminalFields struct {
-	Reason       string `json:"reason"`
-	Limit        string `json:"limit"`
-	Rounds       int    `json:"rounds"`
-	Runs         int    `json:"runs"`
-	InputTokens  int64  `json:"input_tokens"`
-	OutputTokens int64  `json:"output_tokens"`
-	ToolCalls    int64  `json:"tool_calls"`
 }
 
 // describe builds the pair resource from what this server keeps in memory
@@ -151,12 +140,13 @@ func (s *Server) fromRecord(v *pairView, rec store.PairRecord) {
 			if w := byRole[en.Worker]; w != nil {
 				w.ToolCalls++
 			}
-		case kind == "pair.completed" || kind == "pair.failed" || kind == "pair.cancelled":
-			var t terminalFields
-			if json.Unmarshal(en.Event.AppendJSON(nil), &struct {
-				Payload *terminalFields `json:"payload"`
-			}{&t}) == nil {
-				v.Rounds, v.Runs, v.Limit = t.Rounds, t.Runs, t.Limit
+		case orchestrator.Terminal(kind):
+			p, err := orchestrator.DecodePayload(kind, en.Event.Payload().AppendJSON(nil))
+			if t, ok := p.(orchestrator.Ended); err == nil && ok {
+				v.Rounds, v.Runs, v.Limit = t.Rounds, t.Runs, ""
+				if t.Limit != 0 {
+					v.Limit = t.Limit.String()
+				}
 				v.Usage = usageView{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, ToolCalls: t.ToolCalls}
 			}
 		}

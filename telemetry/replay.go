@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
-	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -78,16 +76,21 @@ func (t *Telemetry) ReplayJSON(ctx context.Context, r io.Reader) error {
 			return &ReplayError{Line: line, Err: err}
 		}
 		raw, _ := e.Payload().(eventlog.Raw)
-		st, err := decodeStep(e.Kind(), raw.Bytes())
+		p, err := orchestrator.DecodePayload(e.Kind(), raw.Bytes())
 		if err != nil {
 			return &ReplayError{Line: line, Err: err}
 		}
-		st.seq, st.at = e.Seq(), e.Time()
+		st, ok := stepOf(e, p)
+		if !ok {
+			return &ReplayError{Line: line, Err: bound.Malformedf("event.kind", "not a pair or run event kind")}
+		}
 		switch {
 		case key == "" && st.class != stepStart:
 			return &ReplayError{Line: line, Err: errors.New("the timeline does not start with pair.started")}
 		case key != "" && st.class == stepStart:
 			return &ReplayError{Line: line, Err: errors.New("a second pair.started")}
+		case key == "" && id.Check("pair_id", st.start.pairID) != nil:
+			return &ReplayError{Line: line, Err: id.Check("pair_id", st.start.pairID)}
 		case key == "":
 			// A replay is named apart from live pairs, so it can run
 			// while the pair it replays is drawn live.
@@ -103,107 +106,6 @@ func (t *Telemetry) ReplayJSON(ctx context.Context, r io.Reader) error {
 			return &ReplayError{Line: line + 1, Err: bound.Bytes("timeline.line", eventlog.MaxEventBytes+1, eventlog.MaxEventBytes)}
 		}
 		return err
-	}
-	return nil
-}
-
-// decodeStep reads the payload of one recorded timeline event: a pair
-// event's own payload, or a relayed run event's envelope and the kernel
-// payload inside it (event.DecodePayload, strict).
-func decodeStep(kind string, raw []byte) (step, error) {
-	st := step{kind: kind}
-	switch kind {
-	case orchestrator.KindStarted:
-		var p struct {
-			PairID          string `json:"pair_id"`
-			PlanID          string `json:"plan_id"`
-			PlanFingerprint string `json:"plan_fingerprint"`
-			Pattern         string `json:"pattern"`
-			Workers         struct {
-				First  string `json:"first"`
-				Second string `json:"second"`
-			} `json:"workers"`
-		}
-		if err := strict(raw, &p); err != nil {
-			return st, err
-		}
-		if err := id.Check("pair_id", p.PairID); err != nil {
-			return st, err
-		}
-		st.class = stepStart
-		st.start = &pairStart{pairID: p.PairID, planID: p.PlanID, fingerprint: p.PlanFingerprint,
-			pattern: p.Pattern, first: p.Workers.First, second: p.Workers.Second}
-	case orchestrator.KindHandoff:
-		var p struct {
-			Round       int    `json:"round"`
-			From        string `json:"from"`
-			To          string `json:"to"`
-			FromRunID   string `json:"from_run_id"`
-			LastSeq     uint64 `json:"last_seq"`
-			SHA256      string `json:"sha256"`
-			Bytes       int    `json:"bytes"`
-			AnswerBytes int    `json:"answer_bytes"`
-			Cut         bool   `json:"cut"`
-		}
-		if err := strict(raw, &p); err != nil {
-			return st, err
-		}
-		st.class = stepHandoff
-		st.handoff = handoffStep{round: p.Round, from: p.From, to: p.To, fromRun: p.FromRunID,
-			lastSeq: p.LastSeq, digest: p.SHA256, bytes: p.Bytes, answerBytes: p.AnswerBytes, cut: p.Cut}
-	case orchestrator.KindCompleted, orchestrator.KindFailed, orchestrator.KindCancelled:
-		var p struct {
-			PairID       string `json:"pair_id"`
-			Reason       string `json:"reason"`
-			Limit        string `json:"limit"`
-			Rounds       int    `json:"rounds"`
-			Runs         int    `json:"runs"`
-			InputTokens  int64  `json:"input_tokens"`
-			OutputTokens int64  `json:"output_tokens"`
-			ToolCalls    int64  `json:"tool_calls"`
-			Worker       string `json:"worker"`
-			RunID        string `json:"run_id"`
-			Problem      struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"problem"`
-		}
-		if err := strict(raw, &p); err != nil {
-			return st, err
-		}
-		st.class = stepEnd
-		st.end = pairEnd{reason: p.Reason, limit: p.Limit, rounds: p.Rounds, runs: p.Runs,
-			in: p.InputTokens, out: p.OutputTokens, toolCalls: p.ToolCalls,
-			worker: p.Worker, runID: p.RunID, code: p.Problem.Code}
-	default:
-		var p struct {
-			Worker  string          `json:"worker"`
-			RunID   string          `json:"run_id"`
-			RunSeq  uint64          `json:"run_seq"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		if err := strict(raw, &p); err != nil {
-			return st, err
-		}
-		pl, err := event.DecodePayload(kind, p.Payload)
-		if err != nil {
-			return st, err
-		}
-		st.class, st.worker, st.runID, st.run = stepRun, p.Worker, id.Run(p.RunID), pl
-	}
-	return st, nil
-}
-
-// strict decodes one JSON object with no unknown fields and nothing after
-// it. Its errors never quote the input.
-func strict(raw []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return bound.Malformedf("payload", "not the payload of its kind")
-	}
-	if d.More() {
-		return bound.Malformedf("payload", "trailing data")
 	}
 	return nil
 }

@@ -61,8 +61,23 @@ type pairEnd struct {
 // liveStep reads a live timeline event. A relayed timeline whose payloads
 // are already JSON (eventlog.Raw) is read as a replay reads it.
 func liveStep(e eventlog.Event) (step, bool) {
+	pl := e.Payload()
+	if raw, ok := pl.(eventlog.Raw); ok {
+		p, err := orchestrator.DecodePayload(e.Kind(), raw.Bytes())
+		if err != nil {
+			return step{}, false
+		}
+		pl = p
+	}
+	return stepOf(e, pl)
+}
+
+// stepOf reads a timeline event whose payload is typed (a live one, or
+// one orchestrator.DecodePayload read back). A relayed payload must be a
+// kernel run event.
+func stepOf(e eventlog.Event, pl eventlog.Payload) (step, bool) {
 	st := step{seq: e.Seq(), kind: e.Kind(), at: e.Time()}
-	switch p := e.Payload().(type) {
+	switch p := pl.(type) {
 	case orchestrator.Relayed:
 		pl, ok := p.Payload().(event.Payload)
 		if !ok {
@@ -86,13 +101,6 @@ func liveStep(e eventlog.Event) (step, bool) {
 		if p.Limit != 0 {
 			st.end.limit = p.Limit.String()
 		}
-	case eventlog.Raw:
-		rs, err := decodeStep(e.Kind(), p.Bytes())
-		if err != nil {
-			return st, false
-		}
-		rs.seq, rs.at = st.seq, st.at
-		return rs, true
 	default:
 		return st, false
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
 // Options configures a Renderer.
@@ -74,43 +76,45 @@ func (r *Renderer) Line(line []byte) error {
 	r.buf.Reset()
 	r.sum.Events++
 	r.sum.LastSeq = en.seq
-	switch {
-	case en.started != nil:
-		r.pairStarted(en)
-	case en.handoff != nil:
+	switch p := en.payload.(type) {
+	case orchestrator.Started:
+		r.pairStarted(en, p)
+	case orchestrator.HandedOff:
 		r.endText()
-		h := en.handoff
+		h := p
 		cut := ""
 		if h.Cut {
 			cut = r.paint(yellow, " (cut from "+strconv.Itoa(h.AnswerBytes)+" bytes)")
 		}
 		r.prefix("handoff")
 		fmt.Fprintf(&r.buf, "%s -> %s, round %d: %d bytes%s, sha256 %s\n",
-			r.paint(bold, Field(h.From)), r.paint(bold, Field(h.To)), h.Round, h.Bytes, cut, Field(short(h.SHA256, 12)))
-	case en.ended != nil:
-		r.pairEnded(en)
-	default:
-		r.relayed(en)
+			r.paint(bold, Field(h.From)), r.paint(bold, Field(h.To)), h.Round, h.Bytes, cut, hex.EncodeToString(h.SHA256[:6]))
+	case orchestrator.Ended:
+		r.pairEnded(en, p)
+	case orchestrator.Relayed:
+		r.relayed(en, p)
 	}
 	_, err = r.w.Write(r.buf.Bytes())
 	return err
 }
 
-func (r *Renderer) pairStarted(en entry) {
-	s := en.started
+func (r *Renderer) pairStarted(en entry, s orchestrator.Started) {
 	r.sum.PairID, r.sum.PlanID, r.sum.Pattern = s.PairID, s.PlanID, s.Pattern
-	r.sum.Workers = [2]string{s.Workers.First, s.Workers.Second}
+	r.sum.Workers = [2]string{s.First, s.Second}
 	r.sum.Started = en.time
-	r.pad = max(len("handoff"), len(s.Workers.First), len(s.Workers.Second))
+	r.pad = max(len("handoff"), len(s.First), len(s.Second))
 	pattern := strings.ReplaceAll(s.Pattern, "_", " ")
 	fmt.Fprintf(&r.buf, "%s %s: %s, %s then %s, plan %s\n", r.paint(bold, "pair"), Field(s.PairID), Field(pattern),
-		r.paint(cyan, Field(s.Workers.First)), r.paint(magenta, Field(s.Workers.Second)), Field(s.PlanID))
+		r.paint(cyan, Field(s.First)), r.paint(magenta, Field(s.Second)), Field(s.PlanID))
 }
 
-func (r *Renderer) pairEnded(en entry) {
+func (r *Renderer) pairEnded(en entry, e orchestrator.Ended) {
 	r.endText()
-	e := en.ended
-	r.sum.Kind, r.sum.Reason, r.sum.Limit = en.kind, e.Reason, e.Limit
+	limit := ""
+	if e.Limit != 0 {
+		limit = e.Limit.String()
+	}
+	r.sum.Kind, r.sum.Reason, r.sum.Limit = en.kind, e.Reason.String(), limit
 	r.sum.Rounds, r.sum.Runs, r.sum.ToolCalls = e.Rounds, e.Runs, e.ToolCalls
 	r.sum.InputTokens, r.sum.OutputTokens = e.InputTokens, e.OutputTokens
 	r.sum.Ended = en.time
@@ -121,21 +125,21 @@ func (r *Renderer) pairEnded(en entry) {
 	case "pair.cancelled":
 		color = yellow
 	}
-	reason := e.Reason
-	if e.Limit != "" {
-		reason += " (" + e.Limit + ")"
+	reason := e.Reason.String()
+	if limit != "" {
+		reason += " (" + limit + ")"
 	}
 	fmt.Fprintf(&r.buf, "%s %s: %s\n", r.paint(bold, "pair"), r.paint(color, strings.TrimPrefix(en.kind, "pair.")), Field(reason))
-	if e.Worker != "" || e.Problem.Code != "" {
+	if e.Worker != "" || !e.Problem.IsZero() {
 		r.buf.WriteString("  ")
 		if e.Worker != "" {
 			fmt.Fprintf(&r.buf, "worker %s", Field(e.Worker))
 			if e.RunID != "" {
-				fmt.Fprintf(&r.buf, " (run %s)", Field(e.RunID))
+				fmt.Fprintf(&r.buf, " (run %s)", Field(string(e.RunID)))
 			}
 		}
-		if e.Problem.Code != "" {
-			fmt.Fprintf(&r.buf, " problem %s: %s", Field(e.Problem.Code), oneLine(e.Problem.Message, 160))
+		if !e.Problem.IsZero() {
+			fmt.Fprintf(&r.buf, " problem %s: %s", Field(e.Problem.Code()), oneLine(e.Problem.Message(), 160))
 		}
 		r.buf.WriteByte('\n')
 	}
@@ -144,13 +148,12 @@ func (r *Renderer) pairEnded(en entry) {
 		e.InputTokens, e.OutputTokens, FormatDuration(r.sum.Duration()))
 }
 
-func (r *Renderer) relayed(en entry) {
-	rl := en.relay
-	worker := rl.Worker
+func (r *Renderer) relayed(en entry, rl orchestrator.Relayed) {
+	worker := rl.Worker()
 	if en.kind != event.KindModelTextDelta {
 		r.endText()
 	}
-	switch p := en.run.(type) {
+	switch p := en.run().(type) {
 	case event.RunStarted:
 		r.prefix(worker)
 		fmt.Fprintf(&r.buf, "run %s started, model %s\n", Field(string(p.RunID)), Field(p.Model))
@@ -292,13 +295,6 @@ func oneLine(s string, n int) string {
 		n--
 	}
 	return Field(s[:cut]) + "..."
-}
-
-func short(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 func plural(n int, noun string) string {
