@@ -23,8 +23,10 @@ import (
 // Provider is a model.Provider for Chat Completions. It is immutable and
 // safe for concurrent use.
 type Provider struct {
-	s    settings
-	chat oai.ChatCompletionService
+	s settings
+	// client sends the requests: auth, base URL, headers and middleware
+	// are the library's; the body is requestBody's.
+	client oai.Client
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -46,10 +48,11 @@ func New(cfg Config) (*Provider, error) {
 	if s.apiKey != "" {
 		opts = append(opts, option.WithAPIKey(s.apiKey))
 	}
-	// The service is built directly rather than through oai.NewClient,
+	// The client is built directly rather than through oai.NewClient,
 	// which would read OPENAI_* variables behind the caller's back;
-	// ConfigFromEnv is the one place the environment is read.
-	return &Provider{s: s, chat: oai.NewChatCompletionService(opts...)}, nil
+	// ConfigFromEnv is the one place the environment is read. Only its
+	// options are used (Client.Post), none of its services.
+	return &Provider{s: s, client: oai.Client{Options: opts}}, nil
 }
 
 // String describes the provider without its key.
@@ -76,12 +79,12 @@ func (p *Provider) Stream(ctx context.Context, req model.Request) (s model.Strea
 	if req.IsZero() {
 		return nil, providerError(CodeInvalidRequest, "the request is empty", false, 0, nil)
 	}
-	params, ns, err := p.params(req)
+	body, ns, err := p.requestBody(req)
 	if err != nil {
 		return nil, providerError(CodeInvalidRequest, boundMessage("the request cannot be sent", err), false, 0, err)
 	}
 	for attempt := 1; ; attempt++ {
-		st, pe := p.attempt(ctx, params, ns, req)
+		st, pe := p.attempt(ctx, body, ns, req)
 		if pe == nil {
 			return st, nil
 		}
@@ -204,14 +207,13 @@ func wrapRead(err error) error {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // attempt sends the request once and reads up to the first chunk.
-func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, ns names, req model.Request) (*stream, *model.ProviderError) {
+func (p *Provider) attempt(ctx context.Context, body []byte, ns names, req model.Request) (*stream, *model.ProviderError) {
 	actx, cancel := context.WithTimeout(ctx, p.s.timeout)
 	x := new(exchange)
 	// The library sends the request (auth, options, errors) and hands back
 	// the response unread; source decodes only what the stream needs.
 	var res *http.Response
-	_, err := p.chat.New(actx, params, option.WithMiddleware(p.middleware(x)),
-		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
+	err := p.client.Post(actx, "chat/completions", body, &res, option.WithMiddleware(p.middleware(x)))
 	if err != nil {
 		if res != nil && res.Body != nil {
 			_ = res.Body.Close()
