@@ -2,6 +2,7 @@ package openai
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/kernel/message"
@@ -75,7 +76,7 @@ func (p *Provider) requestBody(req model.Request) ([]byte, names, error) {
 				b = append(b, ',')
 			}
 			i++
-			b = appendFunction(b, wireName(d.Name()), d)
+			b = appendFunction(b, d)
 		}
 		b = append(b, ']')
 	}
@@ -94,28 +95,28 @@ func (p *Provider) requestBody(req model.Request) ([]byte, names, error) {
 	return append(b, '}'), ns, nil
 }
 
-// bodySize estimates the body's length, so that it is written into one
-// allocation: the strings' bytes, a sixteenth more for escapes, and room
-// for each value's keys.
+// bodySize estimates the body's length, so that it is usually written
+// into one allocation: the strings' bytes, a sixteenth more for escapes,
+// and room for each value's keys.
 func bodySize(req model.Request) int {
-	n := 256 + len(req.Model()) + len(req.System())
+	n := 128 + len(req.Model()) + len(req.System())
 	for m := range req.Messages() {
-		n += 64
+		n += 40
 		for part := range m.Parts() {
-			n += 96 + len(part.Text())
+			n += len(part.Text())
 			if c, ok := part.Call(); ok {
-				n += len(c.ID()) + len(c.Name()) + len(c.ArgumentsString())*9/8
+				n += 80 + len(c.ID()) + len(c.Name()) + len(c.ArgumentsString())*9/8
 			}
 			if r, ok := part.Result(); ok {
-				n += len(r.CallID()) + len(r.Content())
+				n += 48 + len(r.CallID()) + len(r.Content())
 				if pr, ok := r.Problem(); ok {
-					n += 32 + len(pr.Code()) + len(pr.Message())
+					n += 16 + len(pr.Code()) + len(pr.Message())
 				}
 			}
 		}
 	}
 	for d := range req.Tools() {
-		n += 96 + len(d.Name()) + len(d.Description()) + len(d.SchemaString())
+		n += 64 + len(d.Name()) + len(d.Description()) + len(d.SchemaString())
 	}
 	return n + n/16
 }
@@ -137,7 +138,7 @@ func appendAssistant(b []byte, m message.Message) []byte {
 			b = append(b, `{"id":`...)
 			b = appendString(b, string(c.ID()))
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendString(b, wireName(c.Name()))
+			b = appendWireName(b, c.Name())
 			b = append(b, `,"arguments":`...)
 			b = appendString(b, c.ArgumentsString())
 			b = append(b, `}}`...)
@@ -149,9 +150,9 @@ func appendAssistant(b []byte, m message.Message) []byte {
 
 // appendFunction writes a function tool. The schema, already compact JSON,
 // is sent byte for byte, in the definition's key order.
-func appendFunction(b []byte, wire string, d tool.Definition) []byte {
+func appendFunction(b []byte, d tool.Definition) []byte {
 	b = append(b, `{"type":"function","function":{"name":`...)
-	b = appendString(b, wire)
+	b = appendWireName(b, d.Name())
 	if desc := d.Description(); desc != "" {
 		b = append(b, `,"description":`...)
 		b = appendString(b, desc)
@@ -215,18 +216,29 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// plain marks the ASCII bytes written as they are inside a JSON string.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
 const hexDigits = "0123456789abcdef"
 
-// appendEscaped writes s as the inside of a JSON string, as encoding/json
-// does without HTML escaping: quote, backslash and control characters
-// escaped, invalid UTF-8 replaced by U+FFFD, and U+2028 and U+2029
-// escaped for JavaScript readers.
+// appendEscaped writes s as the inside of a JSON string, byte for byte as
+// encoding/json's Marshal does (FuzzAppendString holds it so): quote,
+// backslash, control characters, '<', '>' and '&' escaped, invalid UTF-8
+// replaced by U+FFFD, U+2028 and U+2029 escaped for JavaScript readers.
 func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' {
+			if plain[c] {
 				i++
 				continue
 			}
@@ -234,6 +246,10 @@ func appendEscaped(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':
@@ -263,4 +279,21 @@ func appendEscaped(b []byte, s string) []byte {
 		start = i
 	}
 	return append(b, s[start:]...)
+}
+
+// appendWireName writes wireName(name) as a JSON string without building
+// it.
+func appendWireName(b []byte, name string) []byte {
+	b = append(b, '"')
+	for {
+		i := strings.IndexByte(name, '.')
+		if i < 0 {
+			break
+		}
+		b = appendEscaped(b, name[:i])
+		b = append(b, '_')
+		name = name[i+1:]
+	}
+	b = appendEscaped(b, name)
+	return append(b, '"')
 }
