@@ -230,9 +230,10 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 const hexDigits = "0123456789abcdef"
 
 // appendEscaped writes s as the inside of a JSON string, byte for byte as
-// encoding/json's Marshal does (FuzzAppendString holds it so): quote,
-// backslash, control characters, '<', '>' and '&' escaped, invalid UTF-8
-// replaced by U+FFFD, U+2028 and U+2029 escaped for JavaScript readers.
+// encoding/json's Marshal does (FuzzJSONStringMatchesMarshal holds it so):
+// quote, backslash, control characters, '<', '>' and '&' escaped, invalid
+// UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped for JavaScript
+// readers.
 func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {

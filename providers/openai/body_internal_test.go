@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FuzzAppendString holds appendString to encoding/json's Marshal of the
-// same string, byte for byte, whatever the bytes (invalid UTF-8 included).
-func FuzzAppendString(f *testing.F) {
+// FuzzJSONStringMatchesMarshal holds appendString to encoding/json's
+// Marshal of the same string, byte for byte, whatever the bytes (invalid
+// UTF-8 included).
+func FuzzJSONStringMatchesMarshal(f *testing.F) {
 	for _, s := range []string{"", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f", "<a href='x'>&amp;</a>",
 		"\u2028\u2029é日本🎉", "\xff\xfe bad \xe2\x82", "fs.read"} {
 		f.Add(s)
