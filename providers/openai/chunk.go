@@ -54,6 +54,7 @@ type chunkDecoder struct {
 	data    []byte
 	scratch []byte // unescaped strings
 	c       chunk
+	first   [1]choice // c.choices' first backing: the request asks for one
 }
 
 // decode reads data, one chunk object followed only by white space.
@@ -61,6 +62,9 @@ func (d *chunkDecoder) decode(data []byte) (*chunk, error) {
 	d.data, d.scratch = data, d.scratch[:0]
 	c := &d.c
 	choices := c.choices[:0]
+	if choices == nil {
+		choices = d.first[:0]
+	}
 	*c = chunk{}
 	c.choices = choices
 	i := d.ws(0)

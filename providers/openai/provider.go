@@ -23,8 +23,10 @@ import (
 // Provider is a model.Provider for Chat Completions. It is immutable and
 // safe for concurrent use.
 type Provider struct {
-	s    settings
-	chat oai.ChatCompletionService
+	s settings
+	// client sends the requests: auth, base URL, headers and middleware
+	// are the library's; the body is requestBody's.
+	client oai.Client
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -38,7 +40,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(s.baseURL.String()),
-		option.WithHTTPClient(s.client),
+		option.WithHTTPClient(limited(s.client, s.maxBody)),
 		// The retry policy is this package's, in Stream: one visible,
 		// testable place that knows what the first chunk means.
 		option.WithMaxRetries(0),
@@ -46,10 +48,11 @@ func New(cfg Config) (*Provider, error) {
 	if s.apiKey != "" {
 		opts = append(opts, option.WithAPIKey(s.apiKey))
 	}
-	// The service is built directly rather than through oai.NewClient,
+	// The client is built directly rather than through oai.NewClient,
 	// which would read OPENAI_* variables behind the caller's back;
-	// ConfigFromEnv is the one place the environment is read.
-	return &Provider{s: s, chat: oai.NewChatCompletionService(opts...)}, nil
+	// ConfigFromEnv is the one place the environment is read. Only its
+	// options are used (Client.Post), none of its services.
+	return &Provider{s: s, client: oai.Client{Options: opts}}, nil
 }
 
 // String describes the provider without its key.
@@ -76,12 +79,12 @@ func (p *Provider) Stream(ctx context.Context, req model.Request) (s model.Strea
 	if req.IsZero() {
 		return nil, providerError(CodeInvalidRequest, "the request is empty", false, 0, nil)
 	}
-	params, ns, err := p.params(req)
+	body, ns, err := p.requestBody(req)
 	if err != nil {
 		return nil, providerError(CodeInvalidRequest, boundMessage("the request cannot be sent", err), false, 0, err)
 	}
 	for attempt := 1; ; attempt++ {
-		st, pe := p.attempt(ctx, params, ns, req)
+		st, pe := p.attempt(ctx, body, ns, req)
 		if pe == nil {
 			return st, nil
 		}
@@ -131,33 +134,56 @@ func cancelled(ctx context.Context, err error) *model.ProviderError {
 	return providerError(CodeCancelled, "the request was cancelled", false, 0, err)
 }
 
-// exchange records what the middleware saw of one attempt's response.
+// exchange is what classify needs of one attempt's response.
 type exchange struct {
 	status      int
 	contentType string
 	retryAfter  time.Duration
 }
 
-// middleware records the status and retry advice and bounds the body: the
-// client library reads error bodies whole, and a stream's event lines can
-// grow to megabytes, before any of this package's checks could run.
-func (p *Provider) middleware(x *exchange) option.Middleware {
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(r)
-		if res != nil {
-			x.status = res.StatusCode
-			x.contentType = res.Header.Get("Content-Type")
-			x.retryAfter = retryAfter(res.Header, p.s.now())
-			if res.Body != nil {
-				limit := p.s.maxBody
-				if res.StatusCode >= 400 {
-					limit = min(limit, maxErrorBody)
-				}
-				res.Body = &limitedBody{rc: res.Body, left: limit}
-			}
-		}
-		return res, err
+func (p *Provider) exchange(res *http.Response) exchange {
+	if res == nil {
+		return exchange{}
 	}
+	return exchange{
+		status:      res.StatusCode,
+		contentType: res.Header.Get("Content-Type"),
+		retryAfter:  retryAfter(res.Header, p.s.now()),
+	}
+}
+
+// limitTransport bounds every response body: the client library reads
+// error bodies whole, and a stream's event lines can grow to megabytes,
+// before any of this package's checks could run. It wraps the HTTP
+// client's transport once, in New, rather than being a per-request
+// middleware, which would cost a handful of closures on every request.
+type limitTransport struct {
+	next    http.RoundTripper
+	maxBody int64
+}
+
+func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.next.RoundTrip(r)
+	if res != nil && res.Body != nil {
+		limit := t.maxBody
+		if res.StatusCode >= 400 {
+			limit = min(limit, maxErrorBody)
+		}
+		res.Body = &limitedBody{rc: res.Body, left: limit}
+	}
+	return res, err
+}
+
+// limited returns a shallow copy of c whose transport bounds response
+// bodies.
+func limited(c *http.Client, maxBody int64) *http.Client {
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	lc := *c
+	lc.Transport = &limitTransport{next: next, maxBody: maxBody}
+	return &lc
 }
 
 // maxErrorBody bounds an error response's body.
@@ -203,40 +229,44 @@ func wrapRead(err error) error {
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
-// attempt sends the request once and reads up to the first chunk.
-func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, ns names, req model.Request) (*stream, *model.ProviderError) {
+// attempt sends the request once and reads up to the first chunk. The
+// stream is allocated first: its fields hold what the attempt needs (the
+// response, the decoder), so one request costs one allocation here.
+func (p *Provider) attempt(ctx context.Context, body []byte, ns names, req model.Request) (*stream, *model.ProviderError) {
 	actx, cancel := context.WithTimeout(ctx, p.s.timeout)
-	x := new(exchange)
+	s := &stream{
+		p: p, ctx: ctx, actx: actx, cancel: cancel,
+		names: ns, op: string(req.Operation()),
+	}
+	s.pending = s.first[:0]
 	// The library sends the request (auth, options, errors) and hands back
-	// the response unread; source decodes only what the stream needs.
-	var res *http.Response
-	_, err := p.chat.New(actx, params, option.WithMiddleware(p.middleware(x)),
-		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
+	// the response unread; source decodes only what the stream needs. A
+	// *bytes.Reader is sent as it is, with its length and a GetBody that
+	// rewinds it; a []byte would be boxed and wrapped again.
+	s.body.Reset(body)
+	err := p.client.Post(actx, "chat/completions", &s.body, &s.res)
 	if err != nil {
-		if res != nil && res.Body != nil {
-			_ = res.Body.Close()
+		x := p.exchange(s.res)
+		if s.res != nil && s.res.Body != nil {
+			_ = s.res.Body.Close()
 		}
 		cancel()
-		return nil, p.classify(ctx, actx, x, err)
+		return nil, p.classify(ctx, actx, &x, err)
 	}
-	sdk := &source{}
-	if res != nil && res.Body != nil {
-		sdk.dec = ssestream.NewDecoder(res)
+	if s.res != nil && s.res.Body != nil {
+		s.sdk.dec = ssestream.NewDecoder(s.res)
 	}
-	if !sdk.Next() {
-		err := sdk.Err()
-		_ = sdk.Close()
+	if !s.sdk.Next() {
+		x := p.exchange(s.res)
+		err := s.sdk.Err()
+		_ = s.sdk.Close()
 		cancel()
 		if err == nil {
 			err = errEmptyStream
 		}
-		return nil, p.classify(ctx, actx, x, err)
+		return nil, p.classify(ctx, actx, &x, err)
 	}
-	s := &stream{
-		p: p, ctx: ctx, actx: actx, cancel: cancel, sdk: sdk,
-		names: ns, op: string(req.Operation()),
-	}
-	s.chunk(sdk.Current())
+	s.chunk(s.sdk.Current())
 	return s, nil
 }
 

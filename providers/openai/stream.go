@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -24,11 +24,14 @@ type stream struct {
 	ctx    context.Context // the caller's: its end is cancellation
 	actx   context.Context // the attempt's: its deadline is a timeout
 	cancel context.CancelFunc
-	sdk    *source
+	body   bytes.Reader   // the request body, for this attempt
+	res    *http.Response // the attempt's response, nil before it arrived
+	sdk    source
 	names  names
 	op     string
 
 	pending []model.Item
+	first   [2]model.Item // pending's first backing: most chunks yield one item
 	head    int
 	done    bool  // the terminal item is in pending or was returned
 	closed  bool  // the response is closed
@@ -275,31 +278,40 @@ const maxMetadataValue = 256
 
 // metadata returns the "openai" metadata, or none when the server's values
 // do not pass model.NewMetadata (which refuses anything credential-like).
+// It is written as encoding/json would write the struct
+// {id, model, finish_reason, refusal}, each field omitted when empty.
 func (s *stream) metadata() model.Metadata {
-	v := struct {
-		ID           string `json:"id,omitempty"`
-		Model        string `json:"model,omitempty"`
-		FinishReason string `json:"finish_reason,omitempty"`
-		Refusal      bool   `json:"refusal,omitempty"`
-	}{Refusal: s.refusal}
-	if len(s.id) <= maxMetadataValue {
-		v.ID = s.id
+	b := append(make([]byte, 0, 128), '{')
+	b = appendMetadataField(b, "id", s.id)
+	b = appendMetadataField(b, "model", s.model)
+	b = appendMetadataField(b, "finish_reason", s.finish)
+	if s.refusal {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"refusal":true`...)
 	}
-	if len(s.model) <= maxMetadataValue {
-		v.Model = s.model
-	}
-	if len(s.finish) <= maxMetadataValue {
-		v.FinishReason = s.finish
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return model.Metadata{}
-	}
-	md, err := model.NewMetadata("openai", raw)
+	b = append(b, '}')
+	md, err := model.NewMetadata("openai", b)
 	if err != nil {
 		return model.Metadata{}
 	}
 	return md
+}
+
+// appendMetadataField writes "key":value unless value is empty or longer
+// than maxMetadataValue.
+func appendMetadataField(b []byte, key, value string) []byte {
+	if value == "" || len(value) > maxMetadataValue {
+		return b
+	}
+	if len(b) > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	return appendString(b, value)
 }
 
 // source reads a response's chunks: the client library's SSE decoder

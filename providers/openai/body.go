@@ -1,0 +1,300 @@
+package openai
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spice-orch/spice-orch/kernel/message"
+	"github.com/spice-orch/spice-orch/kernel/model"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+)
+
+// requestBody writes the Chat Completions request for req as JSON. The
+// client library's params type would do the same through reflection, at
+// about 170 allocations for an ordinary history; the provider sends a
+// dozen fields, so it writes them itself into one buffer and hands the
+// bytes to the library, which still does the rest of the request (auth,
+// base URL, headers, middleware). TestRequestBodyMatchesTheLibrary holds
+// the two encodings equal as JSON.
+func (p *Provider) requestBody(req model.Request) ([]byte, names, error) {
+	var ns names
+	for d := range req.Tools() {
+		if w := wireName(d.Name()); w != d.Name() {
+			ns = append(ns, rename{wire: w, kernel: d.Name()})
+		}
+	}
+	if err := checkCollisions(req, ns); err != nil {
+		return nil, nil, err
+	}
+
+	b := make([]byte, 0, bodySize(req))
+	b = append(b, `{"model":`...)
+	b = appendString(b, req.Model())
+	b = append(b, `,"messages":[`...)
+	first := true
+	sep := func(b []byte) []byte {
+		if first {
+			first = false
+			return b
+		}
+		return append(b, ',')
+	}
+	if sys := req.System(); sys != "" {
+		b = sep(b)
+		b = append(b, `{"role":"system","content":`...)
+		b = appendString(b, sys)
+		b = append(b, '}')
+	}
+	for m := range req.Messages() {
+		switch m.Role() {
+		case message.RoleUser:
+			b = sep(b)
+			b = append(b, `{"role":"user","content":`...)
+			b = appendText(b, m)
+			b = append(b, '}')
+		case message.RoleAssistant:
+			b = sep(b)
+			b = appendAssistant(b, m)
+		case message.RoleTool:
+			for r := range m.Results() {
+				b = sep(b)
+				b = append(b, `{"role":"tool","tool_call_id":`...)
+				b = appendString(b, string(r.CallID()))
+				b = append(b, `,"content":`...)
+				b = appendResult(b, r)
+				b = append(b, '}')
+			}
+		}
+	}
+	b = append(b, `],"stream":true,"stream_options":{"include_usage":true}`...)
+	if req.NumTools() > 0 {
+		b = append(b, `,"tools":[`...)
+		i := 0
+		for d := range req.Tools() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			i++
+			b = appendFunction(b, d)
+		}
+		b = append(b, ']')
+	}
+	if p.s.hasTemperature {
+		b = append(b, `,"temperature":`...)
+		b = strconv.AppendFloat(b, p.s.temperature, 'f', -1, 64) // 0..2: never an exponent
+	}
+	if p.s.maxTokens > 0 {
+		if p.s.legacyMaxTokens {
+			b = append(b, `,"max_tokens":`...)
+		} else {
+			b = append(b, `,"max_completion_tokens":`...)
+		}
+		b = strconv.AppendInt(b, p.s.maxTokens, 10)
+	}
+	return append(b, '}'), ns, nil
+}
+
+// bodySize estimates the body's length, so that it is usually written
+// into one allocation: the strings' bytes, a sixteenth more for escapes,
+// and room for each value's keys.
+func bodySize(req model.Request) int {
+	n := 128 + len(req.Model()) + len(req.System())
+	for m := range req.Messages() {
+		n += 40
+		for part := range m.Parts() {
+			n += len(part.Text())
+			if c, ok := part.Call(); ok {
+				n += 80 + len(c.ID()) + len(c.Name()) + len(c.ArgumentsString())*9/8
+			}
+			if r, ok := part.Result(); ok {
+				n += 48 + len(r.CallID()) + len(r.Content())
+				if pr, ok := r.Problem(); ok {
+					n += 16 + len(pr.Code()) + len(pr.Message())
+				}
+			}
+		}
+	}
+	for d := range req.Tools() {
+		n += 64 + len(d.Name()) + len(d.Description()) + len(d.SchemaString())
+	}
+	return n + n/16
+}
+
+func appendAssistant(b []byte, m message.Message) []byte {
+	b = append(b, `{"role":"assistant"`...)
+	if hasText(m) {
+		b = append(b, `,"content":`...)
+		b = appendText(b, m)
+	}
+	if m.NumCalls() > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		i := 0
+		for c := range m.Calls() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			i++
+			b = append(b, `{"id":`...)
+			b = appendString(b, string(c.ID()))
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendWireName(b, c.Name())
+			b = append(b, `,"arguments":`...)
+			b = appendString(b, c.ArgumentsString())
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendFunction writes a function tool. The schema, already compact JSON,
+// is sent byte for byte, in the definition's key order.
+func appendFunction(b []byte, d tool.Definition) []byte {
+	b = append(b, `{"type":"function","function":{"name":`...)
+	b = appendWireName(b, d.Name())
+	if desc := d.Description(); desc != "" {
+		b = append(b, `,"description":`...)
+		b = appendString(b, desc)
+	}
+	b = append(b, `,"parameters":`...)
+	b = append(b, d.SchemaString()...)
+	return append(b, `}}`...)
+}
+
+func hasText(m message.Message) bool {
+	for part := range m.Parts() {
+		if part.Kind() == message.KindText && part.Text() != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// appendText writes m's text parts as one JSON string (m.Text without
+// building the concatenation). Each part is valid UTF-8, so escaping the
+// parts one by one escapes their concatenation.
+func appendText(b []byte, m message.Message) []byte {
+	b = append(b, '"')
+	for part := range m.Parts() {
+		if part.Kind() == message.KindText {
+			b = appendEscaped(b, part.Text())
+		}
+	}
+	return append(b, '"')
+}
+
+// appendResult writes resultText(r) as a JSON string, piece by piece.
+func appendResult(b []byte, r tool.Result) []byte {
+	pr, ok := r.Problem()
+	if !ok {
+		return appendString(b, r.Content())
+	}
+	b = append(b, `"error (`...)
+	b = appendEscaped(b, pr.Code())
+	b = append(b, ')')
+	if msg := pr.Message(); msg != "" {
+		b = append(b, ": "...)
+		b = appendEscaped(b, msg)
+	}
+	if c := r.Content(); c != "" {
+		b = append(b, `\n\n`...)
+		b = appendEscaped(b, c)
+	}
+	return append(b, '"')
+}
+
+// resultText is what the model reads for one tool result. Chat Completions
+// has no field for a failed call, so a problem is written into the text.
+func resultText(r tool.Result) string {
+	return string(appendResult(nil, r)[1:])
+}
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, s)
+	return append(b, '"')
+}
+
+// plain marks the ASCII bytes written as they are inside a JSON string.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendEscaped writes s as the inside of a JSON string, byte for byte as
+// encoding/json's Marshal does (FuzzJSONStringMatchesMarshal holds it so):
+// quote, backslash, control characters, '<', '>' and '&' escaped, invalid
+// UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped for JavaScript
+// readers.
+func appendEscaped(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if plain[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(b, s[start:]...)
+}
+
+// appendWireName writes wireName(name) as a JSON string without building
+// it.
+func appendWireName(b []byte, name string) []byte {
+	b = append(b, '"')
+	for {
+		i := strings.IndexByte(name, '.')
+		if i < 0 {
+			break
+		}
+		b = appendEscaped(b, name[:i])
+		b = append(b, '_')
+		name = name[i+1:]
+	}
+	b = appendEscaped(b, name)
+	return append(b, '"')
+}
