@@ -1,9 +1,9 @@
 package openai
 
 import (
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/kernel/message"
 	"github.com/spice-orch/spice-orch/kernel/model"
@@ -210,76 +210,18 @@ func resultText(r tool.Result) string {
 	return string(appendResult(nil, r)[1:])
 }
 
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendEscaped(b, s)
-	return append(b, '"')
-}
+// appendString writes s as a JSON string in the kernel's canonical form
+// (eventlog.AppendString), which encoding/json reads as s.
+func appendString(b []byte, s string) []byte { return eventlog.AppendString(b, s) }
 
-// plain marks the ASCII bytes written as they are inside a JSON string.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendEscaped writes s as the inside of a JSON string, byte for byte as
-// encoding/json's Marshal does (FuzzJSONStringMatchesMarshal holds it so):
-// quote, backslash, control characters, '<', '>' and '&' escaped, invalid
-// UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped for JavaScript
-// readers.
+// appendEscaped writes s as the inside of a JSON string: the quoted form,
+// moved back over its opening quote, so that a string built of several
+// pieces (a tool result's text) needs no buffer of its own.
 func appendEscaped(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(b, s[start:]...)
+	n := len(b)
+	b = eventlog.AppendString(b, s)
+	copy(b[n:], b[n+1:len(b)-1])
+	return b[:len(b)-2]
 }
 
 // appendWireName writes wireName(name) as a JSON string without building
