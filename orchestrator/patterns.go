@@ -142,7 +142,11 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 			return h, outcome{reason: ReasonLoopDetected, worker: role, runID: f.RunID}, false
 		}
 	}
-	p.prog.seen = append(p.prog.seen, prov.SHA256)
+	// A relay hands off once: only a review loop has a later handoff
+	// that could repeat this one.
+	if p.cfg.Pattern == ReviewLoop {
+		p.prog.seen = append(p.prog.seen, prov.SHA256)
+	}
 	return h, outcome{}, true
 }
 

@@ -20,6 +20,7 @@ type timeline struct {
 	cfg *settings
 	// appendCtx is the caller's context without its cancellation: pair
 	// events the pair decided to write are written even after a cancel.
+	// Only observers read it; an unobserved timeline uses Background (open).
 	appendCtx context.Context
 	observed  bool // the timeline has observers, which may block
 	mem       relayMemory
@@ -36,8 +37,14 @@ func (t *timeline) open(ctx context.Context, tc *TimelineConfig, pairID string, 
 		return err
 	}
 	t.log, t.cfg = log, cfg
-	t.appendCtx = context.WithoutCancel(ctx)
 	t.observed = len(tc.Required)+len(tc.BestEffort) > 0
+	// Without observers the log ignores an append's context and a lease's
+	// release needs only one that is never cancelled: Background serves,
+	// without a wrapper per pair.
+	t.appendCtx = context.Background()
+	if t.observed {
+		t.appendCtx = context.WithoutCancel(ctx)
+	}
 	return nil
 }
 
@@ -118,7 +125,7 @@ func (r *relay) Observe(ctx context.Context, e eventlog.Event) error {
 func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 	bg := context.Background()
 	sub, err := r.Subscribe(bg, 0)
-	if oor := (*eventlog.OutOfRangeError)(nil); errors.As(err, &oor) {
+	if oor, ok := errors.AsType[*eventlog.OutOfRangeError](err); ok {
 		// The run's log evicted its oldest events: relay what is left.
 		sub, err = r.Subscribe(bg, oor.Recovery)
 	}
@@ -129,6 +136,12 @@ func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 	defer sub.Close()
 	ctx, cancel := p.tl.bound()
 	defer cancel()
+	// A relay's second run is expected to be about as long as its first:
+	// a block made for the first has room for both.
+	more := 0
+	if p.cfg.Pattern == Relay && p.prog.runs == 1 {
+		more = int(last)
+	}
 	for {
 		e, err := sub.Next(bg)
 		if err == io.EOF {
@@ -138,7 +151,7 @@ func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 			p.tl.fail(err)
 			return
 		}
-		if err := p.tl.relay(ctx, w, &e, int(last-e.Seq()+1)); err != nil {
+		if err := p.tl.relay(ctx, w, &e, int(last-e.Seq()+1)+more); err != nil {
 			// An observer's refusal leaves the event committed (K16):
 			// keep relaying so that the run's lifecycles stay whole.
 			if _, ok := errors.AsType[*eventlog.ObserverError](err); !ok {
@@ -151,14 +164,16 @@ func (p *Pair) copyRun(w int, r *engine.Run, last uint64) {
 // relayMemory is where one pair's relayed events live, and the one place
 // that economizes on it: slots come from blocks, so relaying costs an
 // allocation per block rather than one per event, and every event of a run
-// shares one head. A block stays alive while anything keeps an event in
-// it; it holds no other pair's events and nothing points from it to the
-// pair, so keeping relayed events keeps no pair alive.
+// shares one head, made two at a time (a relay's two runs, a review
+// round's). A block stays alive while anything keeps an event in it; it
+// holds no other pair's events and nothing points from it to the pair, so
+// keeping relayed events keeps no pair alive.
 //
 // The pair relays one run at a time, so it is never used concurrently.
 type relayMemory struct {
-	free []relayed
-	head *relayHead // the run of the last relayed event
+	free  []relayed
+	heads []relayHead // made and not yet used
+	head  *relayHead  // the run of the last relayed event
 }
 
 const maxBlock = 64
@@ -193,7 +208,12 @@ func (m *relayMemory) relayed(worker *string, e *eventlog.Event, hint int) Relay
 	if run := id.Run(e.Log()); m.head == nil || m.head.runID != run {
 		// The engine names each run's log by its run ID, so every event
 		// says which run it belongs to, even when run.started was evicted.
-		m.head = &relayHead{worker: worker, runID: run, fixed: relayedFixed(*worker, run)}
+		if len(m.heads) == 0 {
+			m.heads = make([]relayHead, 2)
+		}
+		m.head = &m.heads[0]
+		m.heads = m.heads[1:]
+		*m.head = relayHead{worker: worker, runID: run, fixed: relayedFixed(*worker, run)}
 	}
 	if len(m.free) == 0 {
 		m.free = make([]relayed, min(max(hint, 8), maxBlock))

@@ -20,11 +20,13 @@
 //     cancelled by Run.Cancel, by Shutdown and at the run's end. Providers,
 //     tools and the interaction broker get it, and only its state decides
 //     whether the run was cancelled (K8, K24).
-//   - The append context: context.WithoutCancel of the run's. Events the
-//     run decided to write are written with it even after a cancel, so a
-//     cancelled run still writes its terminals (K24, K26). It keeps the
-//     caller's values. A lease's release uses it, since a lease bounds its
-//     own release (K14).
+//   - The append context: context.WithoutCancel of the caller's, the
+//     run's values without its cancellation. Events the run decided to
+//     write are written with it even after a cancel, so a cancelled run
+//     still writes its terminals (K24, K26). A lease's release uses it,
+//     since a lease bounds its own release (K14). Only observers read it,
+//     so a run without them uses context.Background, which does the same
+//     there (appendContext).
 //   - The observer bound: a deadline of FinalizeTimeout on the append
 //     context, given to required observers with each ordinary event, so an
 //     observer may apply backpressure but cannot hold the run forever

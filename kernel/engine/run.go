@@ -72,7 +72,7 @@ type Run struct {
 
 	// The run's contexts; doc.go says what each is for.
 	rctx      runCtx          // the run's: the caller's plus Cancel, Shutdown and the run's end
-	appendCtx context.Context // the run's without its cancellation, for the run's events
+	appendCtx context.Context // the caller's without its cancellation, for the run's events
 	obs       *observerBound  // bounds required observers on ordinary events; nil without them
 
 	suspend atomic.Bool
@@ -112,6 +112,18 @@ func newRunCtx(caller context.Context) runCtx {
 // cancel ends the context. A caller's end that came first keeps its own
 // error and cause.
 func (c *runCtx) cancel() { c.stop(nil) }
+
+// appendContext returns the context a run's events are written with: the
+// caller's values without its cancellation. Only observers read it: without
+// them the log ignores an append's context, and a lease's release only
+// needs one that is never cancelled. So the wrapper is made only for a run
+// with observers; otherwise Background does the same at no cost.
+func appendContext(caller context.Context, cfg *Config) context.Context {
+	if !cfg.observed() {
+		return context.Background()
+	}
+	return context.WithoutCancel(caller)
+}
 
 // ended reports whether the run has ended.
 func (r *Run) ended() bool {
@@ -198,7 +210,7 @@ func (e *Engine) newRun(ctx context.Context, runID id.Run, def Definition, lease
 	// Complete before registered: Shutdown may cancel r the moment it is
 	// in the active set.
 	r.rctx = newRunCtx(ctx)
-	r.appendCtx = context.WithoutCancel(r.rctx.Context)
+	r.appendCtx = appendContext(ctx, &e.cfg)
 	if len(e.cfg.Required) > 0 {
 		r.obs = &observerBound{d: e.cfg.FinalizeTimeout}
 	}

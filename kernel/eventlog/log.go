@@ -98,8 +98,8 @@ type Log struct {
 	lim limits
 
 	// pub serializes commit plus publication when there are observers, so
-	// every observer sees sequences in order; nil without observers.
-	pub      *token
+	// every observer sees sequences in order; unused without observers.
+	pub      token
 	observed bool        // the log has observers: appends take pub
 	closed   bool        // no more appends; guarded by mu
 	be       *bestEffort // nil without best-effort observers
@@ -149,7 +149,8 @@ func New(cfg Config) (*Log, error) {
 		required: append([]Observer(nil), cfg.Required...),
 	}}
 	if len(cfg.Required)+len(cfg.BestEffort) > 0 {
-		l.observed, l.pub = true, newToken()
+		l.observed = true
+		l.pub.init()
 	}
 	if len(cfg.BestEffort) == 0 {
 		return l, nil

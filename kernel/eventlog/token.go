@@ -18,7 +18,9 @@ type token struct {
 	waiting atomic.Int32 // appenders blocked in acquire
 }
 
-func newToken() *token { return &token{slot: make(chan struct{}, 1)} }
+// init makes the token's slot. A log holds its token by value, so a log
+// with observers makes only the slot, once.
+func (t *token) init() { t.slot = make(chan struct{}, 1) }
 
 // acquire takes the token, preferring it over a done context.
 func (t *token) acquire(ctx context.Context) error {

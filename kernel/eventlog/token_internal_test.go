@@ -161,6 +161,13 @@ func TestK17_TokenExcludesUnderContention(t *testing.T) {
 	}
 }
 
+// newToken returns a free token, as a log with observers holds.
+func newToken() *token {
+	t := new(token)
+	t.init()
+	return t
+}
+
 // queued returns how many appenders wait for t.
 func (t *token) queued() int { return int(t.waiting.Load()) }
 
