@@ -50,6 +50,15 @@ func launch(t testing.TB, cfg Config) *Plugin {
 // launched process (found by its private directory) left nothing behind.
 func requireLaunchFails(t *testing.T, cfg Config, kind error) *LaunchError {
 	t.Helper()
+	if cfg.SocketRoot == "" {
+		// Other packages' tests launch plugins under the shared temporary
+		// directory at the same time; counting there would see theirs. A
+		// short name: t.TempDir's is too long for a Unix socket path.
+		root, err := os.MkdirTemp("", "ph")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(root) })
+		cfg.SocketRoot = root
+	}
 	before := countTempDirs(t, cfg.SocketRoot)
 	p, err := Launch(context.Background(), cfg)
 	require.Nil(t, p)
