@@ -13,9 +13,12 @@
 // starts, so a queued job costs its state record and nothing more; the
 // scheduler keeps the config pointer and never changes the config.
 //
-// Job state lives in a go-memdb table indexed by job ID and by state then
-// submission number, which is also the submission-order index (List of
-// every job merges the states by submission number). Get, List, Wait and
+// Job state lives in a go-memdb table with one index, by submission
+// number: List scans it in order, filtered by state, and the job to start
+// next is the first queued one after the last started. A job's state is
+// in no key, so each transition rewrites one leaf of one radix tree. The
+// default IDs spell the submission number, so Get finds a job in the same
+// index; a host's own IDs (Config.IDs) add an index by ID. Get, List, Wait and
 // Subscribe read snapshots of it; Wait and Subscribe wake on the table's
 // watch channels. Every method sees a job once Submit has returned its ID
 // and sees a job running once it has started, though both are written

@@ -96,8 +96,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		return nil, closed
 	}
 	ctx, cancel := context.WithCancel(s.base)
-	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg, idKey: q.idKey,
-		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
+	r := newStarted(q, run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})})
 	s.starts[r.id] = r
 	s.mu.Unlock()
 	s.started.Store(q.seq)
@@ -117,15 +116,22 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 // the first queued one after the last started. The caller holds a write
 // transaction.
 func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
-	if s.started.Load() >= s.lastQueued {
-		return nil // every stored queued job has started
+	from := max(s.started.Load(), s.skipped) + 1
+	if from > s.lastQueued {
+		return nil // every stored queued job has started or was cancelled
 	}
-	it, err := txn.LowerBound(table, indexState, Queued, s.started.Load()+1)
+	// After the last started, every stored job is queued or was
+	// cancelled while queued; each cancelled one is passed over once.
+	it, err := txn.LowerBound(table, indexID, from)
 	if err != nil {
 		return nil
 	}
-	if raw := it.Next(); raw != nil && raw.(*record).state == Queued {
-		return raw.(*record)
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		r := raw.(*record)
+		if r.state == Queued {
+			return r
+		}
+		s.skipped = r.seq
 	}
 	return nil
 }
@@ -175,8 +181,7 @@ func (s *Scheduler) execute(r *record) *record {
 		state, err = Cancelled, ErrCancelled
 	}
 	rn.cancel()
-	return &record{id: r.id, seq: r.seq, state: state, submitted: r.submitted, run: rn,
-		end: &ending{at: s.now(), result: res, err: err}}
+	return newEnded(r, state, ending{at: s.now(), result: res, err: err})
 }
 
 // finish records a job's end. The terminal record is written behind, in

@@ -30,11 +30,14 @@ type Job struct {
 // starts its goroutine pool; Close or Shutdown stops it.
 type Scheduler struct {
 	cfg Config
-	// ownIDs: the IDs come from the default source, whose IDs never
-	// repeat within a scheduler, so Submit need not look them up.
-	ownIDs bool
-	db     *memdb.MemDB
-	slots  *slots // the model-operation limit; nil without one
+	// ownIDs: the IDs come from the default source, idPrefix and the
+	// submission number, which never repeat within a scheduler: Submit
+	// need not look them up, and the table finds a job by the number
+	// its ID spells (seqOf).
+	ownIDs   bool
+	idPrefix string
+	db       *memdb.MemDB
+	slots    *slots // the model-operation limit; nil without one
 
 	// Submit appends to pending under mu; a later write transaction
 	// stores it (drain): a pool goroutine's once the stored queue is
@@ -91,7 +94,10 @@ type Scheduler struct {
 	// writer lock.
 	writes     uint64
 	lastQueued uint64
-	counts     counters
+	// skipped is the highest submission number that nextQueued passed
+	// over as cancelled while queued; guarded by the writer lock.
+	skipped uint64
+	counts  counters
 
 	wake     chan struct{} // a job was queued
 	quit     chan struct{} // closed by Close or Shutdown
@@ -114,16 +120,22 @@ type counters struct {
 // slots, one goroutine each, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
 	ownIDs := cfg.IDs == nil
+	var prefix string
+	if ownIDs {
+		prefix = randomPrefix()
+		cfg.IDs = Sequential(prefix)
+	}
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	db, err := memdb.NewMemDB(schema)
+	db, err := memdb.NewMemDB(newSchema(!ownIDs))
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
 		cfg:         cfg,
 		ownIDs:      ownIDs,
+		idPrefix:    prefix,
 		db:          db,
 		starts:      make(map[string]*record, cfg.Pairs),
 		ends:        make(map[string]*record, min(maxEnds, cfg.Retain)+1),
@@ -207,52 +219,15 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
 	s.flush()
-	txn := s.db.Txn(false)
-	if state != 0 {
-		it, err := txn.Get(table, stateOrder, state)
-		return func(yield func(Info) bool) {
-			if err != nil {
-				return
-			}
-			for raw := it.Next(); raw != nil; raw = it.Next() {
-				if !yield(raw.(*record).info()) {
-					return
-				}
-			}
-		}
-	}
-	// Every job: merge the states, each in submission order.
-	var its [Cancelled]memdb.ResultIterator
-	for i := range its {
-		it, err := txn.Get(table, stateOrder, State(i+1))
-		if err != nil {
-			return func(func(Info) bool) {}
-		}
-		its[i] = it
-	}
+	// One scan in submission order, filtered by state: at most Queue +
+	// Retain records, and no index per state to keep up on every write.
+	it, err := s.db.Txn(false).LowerBound(table, indexID, uint64(0))
 	return func(yield func(Info) bool) {
-		var heads [len(its)]*record
-		for i, it := range its {
-			if raw := it.Next(); raw != nil {
-				heads[i] = raw.(*record)
-			}
+		if err != nil {
+			return
 		}
-		for {
-			low := -1
-			for i, r := range heads {
-				if r != nil && (low < 0 || r.seq < heads[low].seq) {
-					low = i
-				}
-			}
-			if low < 0 {
-				return
-			}
-			r := heads[low]
-			heads[low] = nil
-			if raw := its[low].Next(); raw != nil {
-				heads[low] = raw.(*record)
-			}
-			if !yield(r.info()) {
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if r := raw.(*record); (state == 0 || r.state == state) && !yield(r.info()) {
 				return
 			}
 		}
@@ -326,8 +301,8 @@ func (s *Scheduler) Cancel(jobID string) error {
 	s.drain(txn) // it may be pending
 	s.syncStarts(txn)
 	s.syncEnds(txn) // an ended job must not be cancelled as queued
-	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
-		switch q := raw.(*record); q.state {
+	if _, q := s.first(txn, jobID); q != nil {
+		switch q.state {
 		case Queued:
 			s.cancelQueued(txn, q)
 		case Running:
@@ -440,10 +415,14 @@ func (s *Scheduler) stop(cancel bool) {
 	s.syncStarts(txn) // a started job must not be cancelled as queued
 	s.syncEnds(txn)
 	if cancel {
+		// Every stored job after the last started is queued or was
+		// cancelled while queued.
 		var queued []*record
-		if it, err := txn.Get(table, stateOrder, Queued); err == nil {
+		if it, err := txn.LowerBound(table, indexID, s.started.Load()+1); err == nil {
 			for raw := it.Next(); raw != nil; raw = it.Next() {
-				queued = append(queued, raw.(*record))
+				if r := raw.(*record); r.state == Queued {
+					queued = append(queued, r)
+				}
 			}
 		}
 		for _, r := range queued {
