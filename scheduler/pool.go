@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hashicorp/go-memdb"
-
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
@@ -63,13 +61,12 @@ func (s *Scheduler) serve() {
 // Pending submissions are otherwise stored in batches, by Submit when the
 // buffer is full or by a read, which shares the copied index nodes.
 func (s *Scheduler) step(ended *record) (*record, bool) {
-	txn := s.db.Txn(true)
-	defer txn.Abort() // a no-op after Commit
-	writes := s.writes
+	s.lock()
+	defer s.unlock()
 	if ended != nil {
-		s.finish(txn, ended)
+		s.finish(ended)
 	}
-	q := s.nextQueued(txn)
+	q := s.nextQueued()
 	s.mu.Lock()
 	if q == nil && len(s.pending) > 0 {
 		// The oldest submission, never stored queued: it comes after
@@ -89,10 +86,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 	if q == nil {
 		closed := s.closed
 		s.mu.Unlock()
-		s.syncEnds(txn) // idle: settle the table
-		if s.writes != writes {
-			txn.Commit()
-		}
+		s.syncEnds() // idle: settle the table
 		return nil, closed
 	}
 	ctx, cancel := context.WithCancel(s.base)
@@ -103,10 +97,7 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 	s.counts.queued.Add(-1)
 	s.counts.running.Add(1)
 	if s.waiters.Load() > 0 {
-		s.syncStarts(txn) // a Subscribe may be waiting for this start
-	}
-	if s.writes != writes {
-		txn.Commit() // else Abort: a commit of nothing costs a new root
+		s.syncStarts() // a Subscribe may be waiting for this start
 	}
 	return r, false
 }
@@ -115,14 +106,14 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 // jobs whose start is written behind are still Queued in the table: it is
 // the first queued one after the last started. The caller holds a write
 // transaction.
-func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
+func (s *Scheduler) nextQueued() *record {
 	from := max(s.started.Load(), s.skipped) + 1
 	if from > s.lastQueued {
 		return nil // every stored queued job has started or was cancelled
 	}
 	// After the last started, every stored job is queued or was
 	// cancelled while queued; each cancelled one is passed over once.
-	it, err := txn.LowerBound(table, indexID, from)
+	it, err := s.write().LowerBound(table, indexID, from)
 	if err != nil {
 		return nil
 	}
@@ -186,11 +177,11 @@ func (s *Scheduler) execute(r *record) *record {
 
 // finish records a job's end. The terminal record is written behind, in
 // ends, where it replaces the job's start if that was written behind too,
-// and the job's waiters are woken at once. Ends are stored in txn, all of
+// and the job's waiters are woken at once. Ends are stored, all of
 // them in one batch, when maxEnds are waiting or when this end makes more
 // than Config.Retain finished jobs, so that the oldest are forgotten
-// (retire) before the end is seen. The caller holds txn and must commit it.
-func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
+// (retire) before the end is seen. The caller holds the write lock.
+func (s *Scheduler) finish(r *record) {
 	s.counts.running.Add(-1)
 	switch r.state {
 	case Completed:
@@ -219,7 +210,7 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	}
 	s.mu.Unlock()
 	if store {
-		s.syncEnds(txn) // wakes r's waiters after the commit
+		s.syncEnds() // wakes r's waiters after the commit
 	}
 }
 

@@ -37,14 +37,16 @@ type Scheduler struct {
 	ownIDs   bool
 	idPrefix string
 	db       *memdb.MemDB
-	slots    *slots // the model-operation limit; nil without one
+	wmu      sync.Mutex // the table's write lock (txn.go)
+	w        writeLock  // guarded by wmu
+	slots    *slots     // the model-operation limit; nil without one
 
 	// Submit appends to pending under mu; a later write transaction
 	// stores it (drain): a pool goroutine's once the stored queue is
 	// empty, Submit's own once maxPending are waiting, or one of a call
 	// that needs it stored (flush, sync). So a submission costs no
 	// transaction of its own, and pending jobs share the nodes their
-	// transaction copies. Lock order: the table's writer lock, then mu.
+	// transaction copies. Lock order: the table's write lock, then mu.
 	mu       sync.Mutex
 	seq      uint64    // guarded by mu
 	pending  []*record // guarded by mu; in submission order
@@ -83,19 +85,19 @@ type Scheduler struct {
 	// buffered counts the starts and ends not yet committed; it drops
 	// after the commit.
 	buffered atomic.Int64
-	started  atomic.Uint64 // the last started submission number; written under the writer lock
+	started  atomic.Uint64 // the last started submission number; written under the write lock
 	// waiters counts Subscribe calls, which may wait on a queued record
 	// for the job's start: while there are any, starts are stored at once.
 	waiters atomic.Int64
 
-	finished finishedQueue // guarded by the table's writer lock
+	finished finishedQueue // guarded by the table's write lock
 	// writes counts the table writes, lastQueued is the submission
 	// number of the last job stored queued; both guarded by the table's
-	// writer lock.
+	// write lock.
 	writes     uint64
 	lastQueued uint64
 	// skipped is the highest submission number that nextQueued passed
-	// over as cancelled while queued; guarded by the writer lock.
+	// over as cancelled while queued; guarded by the write lock.
 	skipped uint64
 	counts  counters
 
@@ -295,21 +297,21 @@ func (s *Scheduler) Cancel(jobID string) error {
 		return nil
 	}
 	// End the queued job, unless a pool goroutine started it meanwhile;
-	// contexts are cancelled after the commit, outside the writer lock.
+	// contexts are cancelled after the commit, outside the write lock.
 	var started *run
-	txn := s.db.Txn(true)
-	s.drain(txn) // it may be pending
-	s.syncStarts(txn)
-	s.syncEnds(txn) // an ended job must not be cancelled as queued
-	if _, q := s.first(txn, jobID); q != nil {
+	s.lock()
+	s.drain() // it may be pending
+	s.syncStarts()
+	s.syncEnds() // an ended job must not be cancelled as queued
+	if _, q := s.first(s.write(), jobID); q != nil {
 		switch q.state {
 		case Queued:
-			s.cancelQueued(txn, q)
+			s.cancelQueued(q)
 		case Running:
 			started = q.run
 		}
 	}
-	txn.Commit()
+	s.unlock()
 	if started != nil {
 		started.cancel()
 	}
@@ -410,15 +412,15 @@ func (s *Scheduler) stop(cancel bool) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	txn := s.db.Txn(true)
-	s.drain(txn)
-	s.syncStarts(txn) // a started job must not be cancelled as queued
-	s.syncEnds(txn)
+	s.lock()
+	s.drain()
+	s.syncStarts() // a started job must not be cancelled as queued
+	s.syncEnds()
 	if cancel {
 		// Every stored job after the last started is queued or was
 		// cancelled while queued.
 		var queued []*record
-		if it, err := txn.LowerBound(table, indexID, s.started.Load()+1); err == nil {
+		if it, err := s.write().LowerBound(table, indexID, s.started.Load()+1); err == nil {
 			for raw := it.Next(); raw != nil; raw = it.Next() {
 				if r := raw.(*record); r.state == Queued {
 					queued = append(queued, r)
@@ -426,10 +428,10 @@ func (s *Scheduler) stop(cancel bool) {
 			}
 		}
 		for _, r := range queued {
-			s.cancelQueued(txn, r)
+			s.cancelQueued(r)
 		}
 	}
-	txn.Commit()
+	s.unlock()
 	s.quitOnce.Do(func() { close(s.quit) })
 	if cancel {
 		s.cancelBase() // every running job's context

@@ -23,7 +23,7 @@ type record struct {
 	run       *run                 // from the job's start
 	end       *ending              // once it has ended
 	// The record's index keys, made once and handed on to the job's
-	// later records: only write transactions, under the table's writer
+	// later records: only write transactions, under the table's write
 	// lock, read or set them. idKey only with Config.IDs.
 	key, idKey []byte
 }
@@ -242,10 +242,10 @@ func (s *Scheduler) unstored(jobID string) bool {
 	return s.unstoredIDs[jobID] != nil
 }
 
-// drain stores the pending submissions in txn, oldest first, and reports
+// drain stores the pending submissions, oldest first, and reports
 // whether the scheduler was closed when it took them: no submission can
-// follow a drain that saw it closed. The caller must commit txn.
-func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
+// follow a drain that saw it closed. The caller holds the write lock.
+func (s *Scheduler) drain() (closed bool) {
 	s.mu.Lock()
 	batch, closed := s.pending, s.closed
 	if len(batch) == 0 {
@@ -257,10 +257,10 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	s.moves.Add(1)
 	s.mu.Unlock()
 	for _, r := range batch {
-		s.put(txn, r)
+		s.put(r)
 	}
 	s.lastQueued = batch[len(batch)-1].seq
-	txn.Defer(func() { // after the commit
+	s.afterCommit(func() { // after the commit
 		if testHookDrained != nil {
 			testHookDrained()
 		}
@@ -287,8 +287,8 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 }
 
 // syncStarts stores the Running records written behind. The caller holds
-// a write transaction and must commit it.
-func (s *Scheduler) syncStarts(txn *memdb.Txn) {
+// the write lock.
+func (s *Scheduler) syncStarts() {
 	s.mu.Lock()
 	n := len(s.starts)
 	if n == 0 {
@@ -299,13 +299,13 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	// no stored record before this one.
 	batch := make([]*record, 0, n)
 	for jobID, r := range s.starts {
-		s.put(txn, r)
+		s.put(r)
 		batch = append(batch, r)
 		s.storing[jobID] = r
 		delete(s.starts, jobID)
 	}
 	s.mu.Unlock()
-	txn.Defer(func() {
+	s.afterCommit(func() {
 		s.mu.Lock()
 		for _, r := range batch {
 			if s.storing[r.id] == r {
@@ -321,9 +321,9 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 // syncEnds stores the terminal records written behind, in the order the
 // jobs ended, and retires them. They stay readable in ends until the
 // commit, so a read never sees a job go back from ended to running, and
-// their waiters are woken after it. The caller holds a write transaction
-// and must commit it.
-func (s *Scheduler) syncEnds(txn *memdb.Txn) {
+// their waiters are woken after it. The caller holds the write
+// lock.
+func (s *Scheduler) syncEnds() {
 	s.mu.Lock()
 	batch := s.endOrder
 	s.endOrder = nil
@@ -332,10 +332,10 @@ func (s *Scheduler) syncEnds(txn *memdb.Txn) {
 		return
 	}
 	for _, r := range batch {
-		s.put(txn, r)
-		s.retire(txn, r)
+		s.put(r)
+		s.retire(r)
 	}
-	txn.Defer(func() { // after the commit
+	s.afterCommit(func() { // after the commit
 		s.mu.Lock()
 		for _, r := range batch {
 			if s.ends[r.id] == r {
@@ -378,11 +378,11 @@ func (s *Scheduler) flush() {
 // sync is flush without its shortcut: it also waits for a transaction in
 // progress.
 func (s *Scheduler) sync() {
-	txn := s.db.Txn(true)
-	s.drain(txn)
-	s.syncStarts(txn)
-	s.syncEnds(txn)
-	txn.Commit()
+	s.lock()
+	s.drain()
+	s.syncStarts()
+	s.syncEnds()
+	s.unlock()
 }
 
 // watch reads the job's record and a channel closed when it changes. A job
@@ -459,32 +459,27 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 	}
 }
 
-// await waits for the write transaction in progress, if any, to commit.
-func (s *Scheduler) await() {
-	s.db.Txn(true).Abort()
-}
-
 // stored reports whether the job is in the table, or pending, written
-// behind or being stored, read under the writer lock.
+// behind or being stored, read under the write lock.
 func (s *Scheduler) stored(jobID string) bool {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	_, r := s.first(txn, jobID)
+	s.lock()
+	defer s.unlock()
+	_, r := s.first(s.db.Txn(false), jobID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return r != nil || s.inUse(jobID)
 }
 
-// cancelQueued ends a queued job. The caller holds a write transaction.
-func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
+// cancelQueued ends a queued job. The caller holds the write lock.
+func (s *Scheduler) cancelQueued(r *record) {
 	c := newEnded(r, Cancelled, ending{at: s.now(), err: ErrCancelled})
-	c.key, c.idKey = r.key, r.idKey // under the writer lock
-	s.put(txn, c)
+	c.key, c.idKey = r.key, r.idKey // under the write lock
+	s.put(c)
 	s.counts.queued.Add(-1)
 	s.counts.cancelled.Add(1)
 	s.counts.retained.Add(1)
-	s.retire(txn, c)
-	txn.Defer(func() {
+	s.retire(c)
+	s.afterCommit(func() {
 		s.mu.Lock()
 		s.dropUnstored(r) // it may be drained in a transaction whose deferred work is yet to run
 		s.wakeLocked(r.id)
@@ -495,8 +490,8 @@ func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
 // retire records that a stored job finished (counted in retained when it
 // ended) and forgets the jobs that finished first once more than
 // Config.Retain are kept, waking any caller still waiting for them. The
-// caller holds a write transaction and has stored every earlier end.
-func (s *Scheduler) retire(txn *memdb.Txn, r *record) {
+// caller holds the write lock and has stored every earlier end.
+func (s *Scheduler) retire(r *record) {
 	s.finished.push(r)
 	if s.finished.len() <= s.cfg.Retain {
 		return
@@ -506,12 +501,12 @@ func (s *Scheduler) retire(txn *memdb.Txn, r *record) {
 	for i := range gone {
 		gone[i] = s.finished.pop()
 		s.writes++
-		if err := txn.Delete(table, gone[i]); err != nil {
+		if err := s.write().Delete(table, gone[i]); err != nil {
 			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
 		}
 	}
 	s.counts.retained.Add(-int64(n))
-	txn.Defer(func() {
+	s.afterCommit(func() {
 		// A Wait that registered after its job's end was stored
 		// left its channel here.
 		s.mu.Lock()
@@ -523,9 +518,9 @@ func (s *Scheduler) retire(txn *memdb.Txn, r *record) {
 }
 
 // put stores r; it fails only on a schema error, which is a bug here.
-func (s *Scheduler) put(txn *memdb.Txn, r *record) {
+func (s *Scheduler) put(r *record) {
 	s.writes++
-	if err := txn.Insert(table, r); err != nil {
+	if err := s.write().Insert(table, r); err != nil {
 		panic("scheduler: " + err.Error())
 	}
 }
