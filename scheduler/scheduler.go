@@ -448,7 +448,11 @@ func (s *Scheduler) wait(ctx context.Context) error {
 	}
 }
 
-// now reads the injected clock, containing its panics.
+// now reads the injected clock, containing its panics: a broken clock
+// gives zero times (Info), not a failed job. The engine and the
+// orchestrator each keep their own (unexported, and they give the Unix
+// epoch, the engine also failing the run); one shared copy would need a
+// new exported kernel API (issue 17).
 func (s *Scheduler) now() (t time.Time) {
 	defer func() {
 		if recover() != nil {
