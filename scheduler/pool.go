@@ -72,10 +72,11 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		// The oldest submission, never stored queued: it comes after
 		// every stored job. It moves to starts under mu, so a read
 		// finds it in one place or the other.
+		// Reslicing, not copying the rest down: append reuses the
+		// array's tail and grows a new array once in a while.
 		q = s.pending[0]
-		n := copy(s.pending, s.pending[1:])
-		s.pending[n] = nil
-		s.pending = s.pending[:n]
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
 		delete(s.unstoredIDs, q.id) // now in starts
 		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
 		s.unsynced.Add(-1)
