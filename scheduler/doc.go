@@ -44,8 +44,10 @@
 // ending. A finished job keeps its record, result and pair timeline until
 // about Config.Retain newer jobs have finished.
 //
-// Each job runs under its own context, a child of the scheduler's, not of
-// Submit's: Cancel cancels one job, Shutdown all of them.
+// Each job runs under a context that is a child of the scheduler's, not
+// of Submit's, and that only its own Cancel cancels while it plays;
+// Shutdown cancels every job's. A slot's jobs share one context until one
+// of them is cancelled, which saves a context per job.
 //
 // # Order and fairness
 //

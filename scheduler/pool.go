@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -10,11 +11,64 @@ import (
 // run is a started job's runtime part. It is set before the record that
 // holds it is stored; pair is written once, before ready is closed.
 type run struct {
-	ctx     context.Context // the job's own: Cancel cancels it
-	cancel  context.CancelFunc
+	ctx     context.Context // its slot's, which only this job's cancel cancels while it plays
+	slot    *jobCtx
 	started time.Time
 	ready   chan struct{}
 	pair    *orchestrator.Pair // nil if the pair did not start
+}
+
+// cancel cancels the job's pair, unless the job has ended.
+func (rn *run) cancel() { rn.slot.cancel(rn) }
+
+// jobCtx is the context a slot's jobs play under, one after another: a
+// child of the scheduler's that only the playing job's Cancel cancels, and
+// that the slot replaces once it is. A context per job cost three
+// allocations and two locks of the scheduler's context per job; a pair
+// leaves nothing registered on its caller's context once it has ended.
+type jobCtx struct {
+	base context.Context
+	mu   sync.Mutex
+	ctx  context.Context // guarded by mu
+	stop context.CancelFunc
+	cur  *run // the job playing; guarded by mu
+}
+
+// begin makes rn the job playing, under a live context unless the
+// scheduler's has ended.
+func (c *jobCtx) begin(rn *run) {
+	c.mu.Lock()
+	if c.ctx == nil || c.ctx.Err() != nil {
+		c.ctx, c.stop = context.WithCancel(c.base)
+	}
+	c.cur, rn.ctx = rn, c.ctx
+	c.mu.Unlock()
+}
+
+// end records that rn has ended: a later cancel of it does nothing.
+func (c *jobCtx) end(rn *run) {
+	c.mu.Lock()
+	if c.cur == rn {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *jobCtx) cancel(rn *run) {
+	c.mu.Lock()
+	if c.cur == rn {
+		c.stop()
+	}
+	c.mu.Unlock()
+}
+
+// close releases the context when the slot stops.
+func (c *jobCtx) close() {
+	c.mu.Lock()
+	if c.stop != nil {
+		c.stop()
+	}
+	c.mu.Unlock()
 }
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
@@ -29,9 +83,11 @@ func (s *Scheduler) serve() {
 			close(s.poolDone)
 		}
 	}()
+	jc := &jobCtx{base: s.base}
+	defer jc.close()
 	var ended *record
 	for {
-		r, closed := s.step(ended)
+		r, closed := s.step(ended, jc)
 		ended = nil
 		if r != nil {
 			ended = s.execute(r)
@@ -60,7 +116,7 @@ func (s *Scheduler) serve() {
 // behind fewer than maxPending others never costs a queued record.
 // Pending submissions are otherwise stored in batches, by Submit when the
 // buffer is full or by a read, which shares the copied index nodes.
-func (s *Scheduler) step(ended *record) (*record, bool) {
+func (s *Scheduler) step(ended *record, jc *jobCtx) (*record, bool) {
 	s.lock()
 	defer s.unlock()
 	if ended != nil {
@@ -90,8 +146,8 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 		s.syncEnds() // idle: settle the table
 		return nil, closed
 	}
-	ctx, cancel := context.WithCancel(s.base)
-	r := newStarted(q, run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})})
+	r := newStarted(q, run{slot: jc, started: s.now(), ready: make(chan struct{})})
+	jc.begin(r.run) // before any read finds the job running, to cancel it
 	s.starts[r.id] = r
 	s.mu.Unlock()
 	s.started.Store(q.seq)
@@ -172,7 +228,7 @@ func (s *Scheduler) execute(r *record) *record {
 		// Cancelled before its pair could lease its plan.
 		state, err = Cancelled, ErrCancelled
 	}
-	rn.cancel()
+	rn.slot.end(rn)
 	return newEnded(r, state, ending{at: s.now(), result: res, err: err})
 }
 

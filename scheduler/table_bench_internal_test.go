@@ -37,11 +37,12 @@ func BenchmarkTableJob(b *testing.B) {
 	for range 64 {
 		submit()
 	}
+	jc := &jobCtx{base: s.base}
 	var ended *record
 	b.ReportAllocs()
 	for b.Loop() {
 		submit()
-		r, _ := s.step(ended)
+		r, _ := s.step(ended, jc)
 		r.run.cancel()
 		ended = &record{id: r.id, seq: r.seq, state: Completed, submitted: r.submitted, run: r.run,
 			end: &ending{at: s.now()}}
