@@ -39,10 +39,10 @@
 // empty, or when a method needs it stored; Wait blocks on a per-job
 // channel that the end closes. Writers hold the scheduler's own write
 // lock, and a slot opens a memdb transaction only when it writes, so a
-// job that neither fills a buffer nor forgets others costs none. A job's
-// Running and terminal records are each allocated with their run and
-// ending. A finished job keeps its record, result and pair timeline until
-// about Config.Retain newer jobs have finished.
+// job that neither fills a buffer nor forgets others costs no transaction
+// of its own. A job's Running and terminal records are each allocated
+// with their run and ending. A finished job keeps its record, result and
+// pair timeline until about Config.Retain newer jobs have finished.
 //
 // Each job runs under a context that is a child of the scheduler's, not
 // of Submit's, and that only its own Cancel cancels while it plays;
