@@ -128,11 +128,8 @@ func (s *Scheduler) step(ended *record, jc *jobCtx) (*record, bool) {
 		// The oldest submission, never stored queued: it comes after
 		// every stored job. It moves to starts under mu, so a read
 		// finds it in one place or the other.
-		// Reslicing, not copying the rest down: append reuses the
-		// array's tail and grows a new array once in a while.
 		q = s.pending[0]
-		s.pending[0] = nil
-		s.pending = s.pending[1:]
+		s.pending = popOldest(s.pending)
 		delete(s.unstoredIDs, q.id) // now in starts
 		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
 		s.unsynced.Add(-1)
@@ -157,6 +154,18 @@ func (s *Scheduler) step(ended *record, jc *jobCtx) (*record, bool) {
 		s.syncStarts() // a Subscribe may be waiting for this start
 	}
 	return r, false
+}
+
+// popOldest drops the oldest of the pending submissions. It reslices
+// rather than copy the rest down, but takes the last one by going back
+// to the slice's start: a buffer that a slot empties job by job would
+// otherwise have no room left, and every Submit would allocate an array.
+func popOldest(pending []*record) []*record {
+	pending[0] = nil
+	if len(pending) == 1 {
+		return pending[:0]
+	}
+	return pending[1:]
 }
 
 // nextQueued returns the stored queued job to start next, if any. Started

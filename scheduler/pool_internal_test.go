@@ -37,3 +37,33 @@ func TestJobContextCancelsOnlyThePlayingJob(t *testing.T) {
 	c.begin(e)
 	require.Error(t, e.ctx.Err())
 }
+
+// TestPendingBufferReusedWhenEmptied: a submission buffer that a slot
+// empties job by job keeps its array, so a submission appends without
+// allocating.
+func TestPendingBufferReusedWhenEmptied(t *testing.T) {
+	// On the heap, as Scheduler.pending is: the compiler may give a
+	// local slice that does not escape a stack array to grow into.
+	h := &Scheduler{pending: make([]*record, 0, 1)}
+	heldPending = h
+	defer func() { heldPending = nil }()
+	r := &record{}
+	allocs := testing.AllocsPerRun(100, func() {
+		h.pending = append(h.pending, r)
+		h.pending = popOldest(h.pending)
+	})
+	require.Zero(t, allocs)
+	pending := h.pending
+	a, b := &record{seq: 1}, &record{seq: 2}
+	pending = append(pending[:0], a, b)
+	array := pending[:2]
+	pending = popOldest(pending)
+	require.Equal(t, []*record{b}, pending)
+	require.Nil(t, array[0], "a taken job is not kept alive")
+	pending = popOldest(pending)
+	require.Empty(t, pending)
+	require.Nil(t, array[1])
+}
+
+// heldPending keeps TestPendingBufferReusedWhenEmptied's buffer on the heap.
+var heldPending *Scheduler
