@@ -26,10 +26,10 @@ func newDefaultIDs(t testing.TB, cfg scheduler.Config) *scheduler.Scheduler {
 	return s
 }
 
-// TestDefaultIDsNameOnlyTheirJob: a default ID finds its job; the same
+// TestO8_DefaultIDsNameOnlyTheirJob: a default ID finds its job; the same
 // number spelled otherwise, another scheduler's prefix or a number no job
 // has finds nothing, in every method that takes an ID.
-func TestDefaultIDsNameOnlyTheirJob(t *testing.T) {
+func TestO8_DefaultIDsNameOnlyTheirJob(t *testing.T) {
 	s := newDefaultIDs(t, scheduler.Config{Pairs: 1})
 	j := submit(t, s, relay(t, cycling("Draft."), cycling("OK.")))
 	require.Equal(t, scheduler.Completed, wait(t, s, j).State)
@@ -55,12 +55,12 @@ func TestDefaultIDsNameOnlyTheirJob(t *testing.T) {
 	}
 }
 
-// TestDefaultIDsUnderCancelAndList runs the scenario of
+// TestO8_DefaultIDsUnderCancelAndList runs the scenario of
 // TestO8_WaitManyShortJobsUnderCancelAndList with the default IDs (the
 // contract tests name their jobs): more jobs than the submission buffer
 // holds, so many are stored queued, every third cancelled, while Lists
 // run. Every Wait returns the job's single terminal state.
-func TestDefaultIDsUnderCancelAndList(t *testing.T) {
+func TestO8_DefaultIDsUnderCancelAndList(t *testing.T) {
 	for _, retain := range []int{600, 7} {
 		t.Run(fmt.Sprintf("retain=%d", retain), func(t *testing.T) {
 			const jobs = 600
@@ -127,10 +127,10 @@ func TestDefaultIDsUnderCancelAndList(t *testing.T) {
 	}
 }
 
-// TestCancelledQueuedJobsArePassedOver: with the only slot held, jobs are
+// TestO8_CancelledQueuedJobsArePassedOver: with the only slot held, jobs are
 // stored queued and most of them cancelled; the rest then start in
 // submission order, and none of the cancelled ones starts.
-func TestCancelledQueuedJobsArePassedOver(t *testing.T) {
+func TestO8_CancelledQueuedJobsArePassedOver(t *testing.T) {
 	s := newDefaultIDs(t, scheduler.Config{Pairs: 1, Queue: 400})
 	g := &pairGauge{}
 	block := newHeld("First.")

@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestJobContextCancelsOnlyThePlayingJob: a slot's jobs share its context
+// TestO8_JobContextCancelsOnlyThePlayingJob: a slot's jobs share its context
 // until one is cancelled. Cancelling a job that has ended leaves the next
 // job's context alone; cancelling the playing one cancels it, and the job
 // after it gets a live context; once the scheduler's context has ended,
 // every job's has.
-func TestJobContextCancelsOnlyThePlayingJob(t *testing.T) {
+func TestO8_JobContextCancelsOnlyThePlayingJob(t *testing.T) {
 	base, cancelBase := context.WithCancel(context.Background())
 	c := &jobCtx{base: base}
 	defer c.close()
