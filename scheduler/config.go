@@ -98,30 +98,25 @@ func (c *Config) normalize() error {
 		c.Clock = engine.ClockFunc(time.Now)
 	}
 	if c.IDs == nil {
-		c.IDs = randomIDs()
+		c.IDs = Sequential(randomPrefix())
 	}
 	return nil
 }
 
-// randomIDs is the default ID source: "job-<8 random hex digits>-<n>", so
-// that two schedulers, or two lives of one host, do not share job IDs.
-func randomIDs() func(uint64) string {
+// randomPrefix is the prefix of the default IDs, "job-<8 random hex
+// digits>-<n>", so that two schedulers, or two lives of one host, do not
+// share job IDs.
+func randomPrefix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	prefix := "job-" + hex.EncodeToString(b[:]) + "-"
-	return func(seq uint64) string {
-		buf := make([]byte, 0, len(prefix)+20)
-		buf = append(buf, prefix...)
-		return string(strconv.AppendUint(buf, seq, 10))
-	}
+	return "job-" + hex.EncodeToString(b[:]) + "-"
 }
 
 // Sequential returns an ID source for tests and examples: prefix followed
 // by the submission number ("job-1", "job-2", ...).
 func Sequential(prefix string) func(seq uint64) string {
 	return func(seq uint64) string {
-		buf := make([]byte, 0, len(prefix)+20)
-		buf = append(buf, prefix...)
-		return string(strconv.AppendUint(buf, seq, 10))
+		var buf [64]byte // on the stack: the string is the one allocation
+		return string(strconv.AppendUint(append(buf[:0], prefix...), seq, 10))
 	}
 }

@@ -13,28 +13,41 @@
 // starts, so a queued job costs its state record and nothing more; the
 // scheduler keeps the config pointer and never changes the config.
 //
-// Job state lives in a go-memdb table indexed by job ID and by state then
-// submission number, which is also the submission-order index (List of
-// every job merges the states by submission number). Get, List, Wait and
-// Subscribe read snapshots of it; Wait and Subscribe wake on the table's
-// watch channels. Every method sees a job once Submit has returned its ID
-// and sees a job running once it has started, though both are written
-// behind: Submit only appends to a short buffer that a later transaction
-// stores (a slot that finds no stored job queued takes its next job from
-// that buffer, and the job is then stored only when it ends), and a start
-// is stored with the job's end unless a method needs
-// it sooner, which then stores it (List, Cancel, Close, Shutdown, a
-// waiting Subscribe) or reads it from the buffer (Get, Wait). A job's end
-// is written behind too, into a buffer of at most 64 that is stored in one
-// transaction when it is full, when an end would make more than
-// Config.Retain finished jobs (the oldest are then forgotten before the
-// end is seen), when a slot finds the queue empty, or when a method needs
-// it stored; Wait blocks on a per-job channel that the end closes. A finished
-// job keeps its record, result and pair timeline until about
-// Config.Retain newer jobs have finished.
+// Job state lives in a go-memdb table with one index, by submission
+// number: List scans it in order, filtered by state, and the job to start
+// next is the first queued one after the last started. A job's state is
+// in no key, so a transition rewrites one leaf of one radix tree, where an
+// index per state made every transition write two trees and move a key.
+// The default IDs spell the submission number, so Get finds a job in the
+// same index; a host's own IDs (Config.IDs) add an index by ID. Get, List,
+// Wait and Subscribe read snapshots of it; Wait and Subscribe wake on the
+// table's watch channels.
 //
-// Each job runs under its own context, a child of the scheduler's, not of
-// Submit's: Cancel cancels one job, Shutdown all of them.
+// Table writes are few and batched, because each memdb write copies the
+// radix nodes on its path and each transaction has a fixed cost. Every
+// method sees a job once Submit has returned its ID and sees a job running
+// once it has started, though both are written behind: Submit only
+// appends to a short buffer that a later transaction stores (a slot that
+// finds no stored job queued takes its next job from that buffer, and the
+// job is then stored only when it ends), and a start is stored with the
+// job's end unless a method needs it sooner, which then stores it (List,
+// Cancel, Close, Shutdown, a waiting Subscribe) or reads it from the
+// buffer (Get, Wait). A job's end is written behind too, into a buffer of
+// at most 64 that is stored in one transaction when it is full, when an
+// end would make more than Config.Retain finished jobs (the oldest are
+// then forgotten before the end is seen), when a slot finds the queue
+// empty, or when a method needs it stored; Wait blocks on a per-job
+// channel that the end closes. Writers hold the scheduler's own write
+// lock, and a slot opens a memdb transaction only when it writes, so a
+// job that neither fills a buffer nor forgets others costs no transaction
+// of its own. A job's Running and terminal records are each allocated
+// with their run and ending. A finished job keeps its record, result and
+// pair timeline until about Config.Retain newer jobs have finished.
+//
+// Each job runs under a context that is a child of the scheduler's, not
+// of Submit's, and that only its own Cancel cancels while it plays;
+// Shutdown cancels every job's. A slot's jobs share one context until one
+// of them is cancelled, which saves a context per job.
 //
 // # Order and fairness
 //

@@ -2,9 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 	"time"
-
-	"github.com/hashicorp/go-memdb"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
@@ -12,11 +11,64 @@ import (
 // run is a started job's runtime part. It is set before the record that
 // holds it is stored; pair is written once, before ready is closed.
 type run struct {
-	ctx     context.Context // the job's own: Cancel cancels it
-	cancel  context.CancelFunc
+	ctx     context.Context // its slot's, which only this job's cancel cancels while it plays
+	slot    *jobCtx
 	started time.Time
 	ready   chan struct{}
 	pair    *orchestrator.Pair // nil if the pair did not start
+}
+
+// cancel cancels the job's pair, unless the job has ended.
+func (rn *run) cancel() { rn.slot.cancel(rn) }
+
+// jobCtx is the context a slot's jobs play under, one after another: a
+// child of the scheduler's that only the playing job's Cancel cancels, and
+// that the slot replaces once it is. A context per job cost three
+// allocations and two locks of the scheduler's context per job; a pair
+// leaves nothing registered on its caller's context once it has ended.
+type jobCtx struct {
+	base context.Context
+	mu   sync.Mutex
+	ctx  context.Context // guarded by mu
+	stop context.CancelFunc
+	cur  *run // the job playing; guarded by mu
+}
+
+// begin makes rn the job playing, under a live context unless the
+// scheduler's has ended.
+func (c *jobCtx) begin(rn *run) {
+	c.mu.Lock()
+	if c.ctx == nil || c.ctx.Err() != nil {
+		c.ctx, c.stop = context.WithCancel(c.base)
+	}
+	c.cur, rn.ctx = rn, c.ctx
+	c.mu.Unlock()
+}
+
+// end records that rn has ended: a later cancel of it does nothing.
+func (c *jobCtx) end(rn *run) {
+	c.mu.Lock()
+	if c.cur == rn {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *jobCtx) cancel(rn *run) {
+	c.mu.Lock()
+	if c.cur == rn {
+		c.stop()
+	}
+	c.mu.Unlock()
+}
+
+// close releases the context when the slot stops.
+func (c *jobCtx) close() {
+	c.mu.Lock()
+	if c.stop != nil {
+		c.stop()
+	}
+	c.mu.Unlock()
 }
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
@@ -31,9 +83,11 @@ func (s *Scheduler) serve() {
 			close(s.poolDone)
 		}
 	}()
+	jc := &jobCtx{base: s.base}
+	defer jc.close()
 	var ended *record
 	for {
-		r, closed := s.step(ended)
+		r, closed := s.step(ended, jc)
 		ended = nil
 		if r != nil {
 			ended = s.execute(r)
@@ -62,23 +116,20 @@ func (s *Scheduler) serve() {
 // behind fewer than maxPending others never costs a queued record.
 // Pending submissions are otherwise stored in batches, by Submit when the
 // buffer is full or by a read, which shares the copied index nodes.
-func (s *Scheduler) step(ended *record) (*record, bool) {
-	txn := s.db.Txn(true)
-	defer txn.Abort() // a no-op after Commit
-	writes := s.writes
+func (s *Scheduler) step(ended *record, jc *jobCtx) (*record, bool) {
+	s.lock()
+	defer s.unlock()
 	if ended != nil {
-		s.finish(txn, ended)
+		s.finish(ended)
 	}
-	q := s.nextQueued(txn)
+	q := s.nextQueued()
 	s.mu.Lock()
 	if q == nil && len(s.pending) > 0 {
 		// The oldest submission, never stored queued: it comes after
 		// every stored job. It moves to starts under mu, so a read
 		// finds it in one place or the other.
 		q = s.pending[0]
-		n := copy(s.pending, s.pending[1:])
-		s.pending[n] = nil
-		s.pending = s.pending[:n]
+		s.pending = popOldest(s.pending)
 		delete(s.unstoredIDs, q.id) // now in starts
 		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
 		s.unsynced.Add(-1)
@@ -89,43 +140,55 @@ func (s *Scheduler) step(ended *record) (*record, bool) {
 	if q == nil {
 		closed := s.closed
 		s.mu.Unlock()
-		s.syncEnds(txn) // idle: settle the table
-		if s.writes != writes {
-			txn.Commit()
-		}
+		s.syncEnds() // idle: settle the table
 		return nil, closed
 	}
-	ctx, cancel := context.WithCancel(s.base)
-	r := &record{id: q.id, seq: q.seq, state: Running, submitted: q.submitted, cfg: q.cfg, idKey: q.idKey,
-		run: &run{ctx: ctx, cancel: cancel, started: s.now(), ready: make(chan struct{})}}
+	r := newStarted(q, run{slot: jc, started: s.now(), ready: make(chan struct{})})
+	jc.begin(r.run) // before any read finds the job running, to cancel it
 	s.starts[r.id] = r
 	s.mu.Unlock()
 	s.started.Store(q.seq)
 	s.counts.queued.Add(-1)
 	s.counts.running.Add(1)
 	if s.waiters.Load() > 0 {
-		s.syncStarts(txn) // a Subscribe may be waiting for this start
-	}
-	if s.writes != writes {
-		txn.Commit() // else Abort: a commit of nothing costs a new root
+		s.syncStarts() // a Subscribe may be waiting for this start
 	}
 	return r, false
+}
+
+// popOldest drops the oldest of the pending submissions. It reslices
+// rather than copy the rest down, but takes the last one by going back
+// to the slice's start: a buffer that a slot empties job by job would
+// otherwise have no room left, and every Submit would allocate an array.
+func popOldest(pending []*record) []*record {
+	pending[0] = nil
+	if len(pending) == 1 {
+		return pending[:0]
+	}
+	return pending[1:]
 }
 
 // nextQueued returns the stored queued job to start next, if any. Started
 // jobs whose start is written behind are still Queued in the table: it is
 // the first queued one after the last started. The caller holds a write
 // transaction.
-func (s *Scheduler) nextQueued(txn *memdb.Txn) *record {
-	if s.started.Load() >= s.lastQueued {
-		return nil // every stored queued job has started
+func (s *Scheduler) nextQueued() *record {
+	from := max(s.started.Load(), s.skipped) + 1
+	if from > s.lastQueued {
+		return nil // every stored queued job has started or was cancelled
 	}
-	it, err := txn.LowerBound(table, indexState, Queued, s.started.Load()+1)
+	// After the last started, every stored job is queued or was
+	// cancelled while queued; each cancelled one is passed over once.
+	it, err := s.write().LowerBound(table, indexID, from)
 	if err != nil {
 		return nil
 	}
-	if raw := it.Next(); raw != nil && raw.(*record).state == Queued {
-		return raw.(*record)
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		r := raw.(*record)
+		if r.state == Queued {
+			return r
+		}
+		s.skipped = r.seq
 	}
 	return nil
 }
@@ -174,18 +237,17 @@ func (s *Scheduler) execute(r *record) *record {
 		// Cancelled before its pair could lease its plan.
 		state, err = Cancelled, ErrCancelled
 	}
-	rn.cancel()
-	return &record{id: r.id, seq: r.seq, state: state, submitted: r.submitted, run: rn,
-		end: &ending{at: s.now(), result: res, err: err}}
+	rn.slot.end(rn)
+	return newEnded(r, state, ending{at: s.now(), result: res, err: err})
 }
 
 // finish records a job's end. The terminal record is written behind, in
 // ends, where it replaces the job's start if that was written behind too,
-// and the job's waiters are woken at once. Ends are stored in txn, all of
+// and the job's waiters are woken at once. Ends are stored, all of
 // them in one batch, when maxEnds are waiting or when this end makes more
 // than Config.Retain finished jobs, so that the oldest are forgotten
-// (retire) before the end is seen. The caller holds txn and must commit it.
-func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
+// (retire) before the end is seen. The caller holds the write lock.
+func (s *Scheduler) finish(r *record) {
 	s.counts.running.Add(-1)
 	switch r.state {
 	case Completed:
@@ -214,7 +276,7 @@ func (s *Scheduler) finish(txn *memdb.Txn, r *record) {
 	}
 	s.mu.Unlock()
 	if store {
-		s.syncEnds(txn) // wakes r's waiters after the commit
+		s.syncEnds() // wakes r's waiters after the commit
 	}
 }
 

@@ -30,18 +30,23 @@ type Job struct {
 // starts its goroutine pool; Close or Shutdown stops it.
 type Scheduler struct {
 	cfg Config
-	// ownIDs: the IDs come from the default source, whose IDs never
-	// repeat within a scheduler, so Submit need not look them up.
-	ownIDs bool
-	db     *memdb.MemDB
-	slots  *slots // the model-operation limit; nil without one
+	// ownIDs: the IDs come from the default source, idPrefix and the
+	// submission number, which never repeat within a scheduler: Submit
+	// need not look them up, and the table finds a job by the number
+	// its ID spells (seqOf).
+	ownIDs   bool
+	idPrefix string
+	db       *memdb.MemDB
+	wmu      sync.Mutex // the table's write lock (txn.go)
+	w        writeLock  // guarded by wmu
+	slots    *slots     // the model-operation limit; nil without one
 
 	// Submit appends to pending under mu; a later write transaction
 	// stores it (drain): a pool goroutine's once the stored queue is
 	// empty, Submit's own once maxPending are waiting, or one of a call
 	// that needs it stored (flush, sync). So a submission costs no
 	// transaction of its own, and pending jobs share the nodes their
-	// transaction copies. Lock order: the table's writer lock, then mu.
+	// transaction copies. Lock order: the table's write lock, then mu.
 	mu       sync.Mutex
 	seq      uint64    // guarded by mu
 	pending  []*record // guarded by mu; in submission order
@@ -80,18 +85,21 @@ type Scheduler struct {
 	// buffered counts the starts and ends not yet committed; it drops
 	// after the commit.
 	buffered atomic.Int64
-	started  atomic.Uint64 // the last started submission number; written under the writer lock
+	started  atomic.Uint64 // the last started submission number; written under the write lock
 	// waiters counts Subscribe calls, which may wait on a queued record
 	// for the job's start: while there are any, starts are stored at once.
 	waiters atomic.Int64
 
-	finished finishedQueue // guarded by the table's writer lock
+	finished finishedQueue // guarded by the table's write lock
 	// writes counts the table writes, lastQueued is the submission
 	// number of the last job stored queued; both guarded by the table's
-	// writer lock.
+	// write lock.
 	writes     uint64
 	lastQueued uint64
-	counts     counters
+	// skipped is the highest submission number that nextQueued passed
+	// over as cancelled while queued; guarded by the write lock.
+	skipped uint64
+	counts  counters
 
 	wake     chan struct{} // a job was queued
 	quit     chan struct{} // closed by Close or Shutdown
@@ -114,16 +122,22 @@ type counters struct {
 // slots, one goroutine each, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
 	ownIDs := cfg.IDs == nil
+	var prefix string
+	if ownIDs {
+		prefix = randomPrefix()
+		cfg.IDs = Sequential(prefix)
+	}
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	db, err := memdb.NewMemDB(schema)
+	db, err := memdb.NewMemDB(newSchema(!ownIDs))
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
 		cfg:         cfg,
 		ownIDs:      ownIDs,
+		idPrefix:    prefix,
 		db:          db,
 		starts:      make(map[string]*record, cfg.Pairs),
 		ends:        make(map[string]*record, min(maxEnds, cfg.Retain)+1),
@@ -207,52 +221,15 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
 	s.flush()
-	txn := s.db.Txn(false)
-	if state != 0 {
-		it, err := txn.Get(table, stateOrder, state)
-		return func(yield func(Info) bool) {
-			if err != nil {
-				return
-			}
-			for raw := it.Next(); raw != nil; raw = it.Next() {
-				if !yield(raw.(*record).info()) {
-					return
-				}
-			}
-		}
-	}
-	// Every job: merge the states, each in submission order.
-	var its [Cancelled]memdb.ResultIterator
-	for i := range its {
-		it, err := txn.Get(table, stateOrder, State(i+1))
-		if err != nil {
-			return func(func(Info) bool) {}
-		}
-		its[i] = it
-	}
+	// One scan in submission order, filtered by state: at most Queue +
+	// Retain records, and no index per state to keep up on every write.
+	it, err := s.db.Txn(false).LowerBound(table, indexID, uint64(0))
 	return func(yield func(Info) bool) {
-		var heads [len(its)]*record
-		for i, it := range its {
-			if raw := it.Next(); raw != nil {
-				heads[i] = raw.(*record)
-			}
+		if err != nil {
+			return
 		}
-		for {
-			low := -1
-			for i, r := range heads {
-				if r != nil && (low < 0 || r.seq < heads[low].seq) {
-					low = i
-				}
-			}
-			if low < 0 {
-				return
-			}
-			r := heads[low]
-			heads[low] = nil
-			if raw := its[low].Next(); raw != nil {
-				heads[low] = raw.(*record)
-			}
-			if !yield(r.info()) {
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if r := raw.(*record); (state == 0 || r.state == state) && !yield(r.info()) {
 				return
 			}
 		}
@@ -320,21 +297,21 @@ func (s *Scheduler) Cancel(jobID string) error {
 		return nil
 	}
 	// End the queued job, unless a pool goroutine started it meanwhile;
-	// contexts are cancelled after the commit, outside the writer lock.
+	// contexts are cancelled after the commit, outside the write lock.
 	var started *run
-	txn := s.db.Txn(true)
-	s.drain(txn) // it may be pending
-	s.syncStarts(txn)
-	s.syncEnds(txn) // an ended job must not be cancelled as queued
-	if raw, _ := txn.First(table, indexID, jobID); raw != nil {
-		switch q := raw.(*record); q.state {
+	s.lock()
+	s.drain() // it may be pending
+	s.syncStarts()
+	s.syncEnds() // an ended job must not be cancelled as queued
+	if _, q := s.first(s.write(), jobID); q != nil {
+		switch q.state {
 		case Queued:
-			s.cancelQueued(txn, q)
+			s.cancelQueued(q)
 		case Running:
 			started = q.run
 		}
 	}
-	txn.Commit()
+	s.unlock()
 	if started != nil {
 		started.cancel()
 	}
@@ -435,22 +412,26 @@ func (s *Scheduler) stop(cancel bool) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	txn := s.db.Txn(true)
-	s.drain(txn)
-	s.syncStarts(txn) // a started job must not be cancelled as queued
-	s.syncEnds(txn)
+	s.lock()
+	s.drain()
+	s.syncStarts() // a started job must not be cancelled as queued
+	s.syncEnds()
 	if cancel {
+		// Every stored job after the last started is queued or was
+		// cancelled while queued.
 		var queued []*record
-		if it, err := txn.Get(table, stateOrder, Queued); err == nil {
+		if it, err := s.write().LowerBound(table, indexID, s.started.Load()+1); err == nil {
 			for raw := it.Next(); raw != nil; raw = it.Next() {
-				queued = append(queued, raw.(*record))
+				if r := raw.(*record); r.state == Queued {
+					queued = append(queued, r)
+				}
 			}
 		}
 		for _, r := range queued {
-			s.cancelQueued(txn, r)
+			s.cancelQueued(r)
 		}
 	}
-	txn.Commit()
+	s.unlock()
 	s.quitOnce.Do(func() { close(s.quit) })
 	if cancel {
 		s.cancelBase() // every running job's context
@@ -467,7 +448,11 @@ func (s *Scheduler) wait(ctx context.Context) error {
 	}
 }
 
-// now reads the injected clock, containing its panics.
+// now reads the injected clock, containing its panics: a broken clock
+// gives zero times (Info), not a failed job. The engine and the
+// orchestrator each keep their own (unexported, and they give the Unix
+// epoch, the engine also failing the run); one shared copy would need a
+// new exported kernel API (issue 17).
 func (s *Scheduler) now() (t time.Time) {
 	defer func() {
 		if recover() != nil {

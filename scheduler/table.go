@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"math/bits"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -20,9 +22,10 @@ type record struct {
 	cfg       *orchestrator.Config // until the job leaves the queue
 	run       *run                 // from the job's start
 	end       *ending              // once it has ended
-	// The record's index keys, made once: only write transactions,
-	// under the table's writer lock, read or set them.
-	idKey, stateKey []byte
+	// The record's index keys, made once and handed on to the job's
+	// later records: only write transactions, under the table's write
+	// lock, read or set them. idKey only with Config.IDs.
+	key, idKey []byte
 }
 
 // ending is what a finished job keeps.
@@ -30,6 +33,34 @@ type ending struct {
 	at     time.Time
 	result orchestrator.Result
 	err    error
+}
+
+// A record and the part its transition adds are allocated together:
+// a job makes three records, and these halve their allocations.
+type (
+	startedRecord struct {
+		record
+		rn run
+	}
+	endedRecord struct {
+		record
+		ending ending
+	}
+)
+
+// newStarted returns the Running record of queued job q.
+func newStarted(q *record, rn run) *record {
+	sr := &startedRecord{record: *q, rn: rn}
+	sr.state, sr.cfg, sr.run = Running, q.cfg, &sr.rn
+	return &sr.record
+}
+
+// newEnded returns r's job's terminal record: r's run, if any, and end.
+// It does not read r's keys, which a transaction may be setting.
+func newEnded(r *record, state State, end ending) *record {
+	er := &endedRecord{record: record{id: r.id, seq: r.seq, state: state, submitted: r.submitted, run: r.run}, ending: end}
+	er.end = &er.ending
+	return &er.record
 }
 
 func (r *record) info() Info {
@@ -43,30 +74,31 @@ func (r *record) info() Info {
 	return in
 }
 
-// The table and its indexes. The state index is keyed by state and then
-// submission number: it is also the submission-order index. The queued
-// job to start next is the first one under the Queued prefix, List of one
-// state scans that state's prefix, and List of every job merges the five
-// prefixes by submission number. A separate index by submission number
-// alone would make every transition update a third radix tree for no
-// lookup the state index cannot serve.
+// The table and its indexes. Its primary index ("id", as memdb requires)
+// is keyed by submission number: it is the submission-order index. The
+// queued job to start next is the first queued one after the last
+// started, and List scans it, filtered by state. A job's state is in no
+// key, so a transition replaces one leaf and moves no key; every write
+// copies the radix nodes on its path, once per index, so one index costs
+// half of two. The default IDs spell the submission number, so a job is
+// found from its ID in the same index; a host's own IDs (Config.IDs) add
+// an index by ID.
 const (
-	table      = "jobs"
-	indexID    = "id"
-	indexState = "state"
-	// stateOrder scans the state index by state, in submission order.
-	stateOrder = indexState + "_prefix"
+	table    = "jobs"
+	indexID  = "id"  // by submission number
+	indexJob = "job" // by job ID, with Config.IDs only
 )
 
-var schema = &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-	table: {
-		Name: table,
-		Indexes: map[string]*memdb.IndexSchema{
-			indexID:    {Name: indexID, Unique: true, Indexer: idIndexer{}},
-			indexState: {Name: indexState, Unique: true, Indexer: stateIndexer{}},
-		},
-	},
-}}
+// newSchema returns the table's schema: with byID, an index by job ID too.
+func newSchema(byID bool) *memdb.DBSchema {
+	ts := &memdb.TableSchema{Name: table, Indexes: map[string]*memdb.IndexSchema{
+		indexID: {Name: indexID, Unique: true, Indexer: seqIndexer{}},
+	}}
+	if byID {
+		ts.Indexes[indexJob] = &memdb.IndexSchema{Name: indexJob, Unique: true, Indexer: idIndexer{}}
+	}
+	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{table: ts}}
+}
 
 var errIndexArg = errors.New("scheduler: wrong index argument")
 
@@ -80,34 +112,15 @@ var errIndexArg = errors.New("scheduler: wrong index argument")
 // path, so narrow nodes keep each transition cheap; with one byte per
 // 8 bits, consecutive numbers would share nodes of 256 children.
 
-type idIndexer struct{}
-
-func (idIndexer) FromObject(raw any) (bool, []byte, error) {
-	r := raw.(*record)
-	if r.idKey == nil {
-		r.idKey = []byte(r.id)
-	}
-	return true, r.idKey, nil
-}
-
-func (idIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, errIndexArg
-	}
-	s, ok := args[0].(string)
-	if !ok {
-		return nil, errIndexArg
-	}
-	return []byte(s), nil
-}
-
-// seqIndexer keys a record by its submission number alone. The schema
-// does not use it (the state index orders each state by submission); it
-// is the key encoding the state index extends.
+// seqIndexer keys a record by its submission number.
 type seqIndexer struct{}
 
 func (seqIndexer) FromObject(raw any) (bool, []byte, error) {
-	return true, appendSeq(make([]byte, 0, 17), raw.(*record).seq), nil
+	r := raw.(*record)
+	if r.key == nil {
+		r.key = appendSeq(make([]byte, 0, 17), r.seq)
+	}
+	return true, r.key, nil
 }
 
 func (seqIndexer) FromArgs(args ...any) ([]byte, error) {
@@ -131,43 +144,26 @@ func appendSeq(dst []byte, n uint64) []byte {
 	return dst
 }
 
-// stateIndexer keys a record by its state byte and submission number. The
-// key is unique, so memdb need not append the ID to it.
-type stateIndexer struct{}
+// idIndexer keys a record by its job ID.
+type idIndexer struct{}
 
-func (stateIndexer) FromObject(raw any) (bool, []byte, error) {
+func (idIndexer) FromObject(raw any) (bool, []byte, error) {
 	r := raw.(*record)
-	if r.stateKey == nil {
-		k := make([]byte, 1, 18)
-		k[0] = byte(r.state)
-		r.stateKey = appendSeq(k, r.seq)
+	if r.idKey == nil {
+		r.idKey = []byte(r.id)
 	}
-	return true, r.stateKey, nil
+	return true, r.idKey, nil
 }
 
-// FromArgs takes a state and a submission number.
-func (stateIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 2 {
-		return nil, errIndexArg
-	}
-	s, ok1 := args[0].(State)
-	n, ok2 := args[1].(uint64)
-	if !ok1 || !ok2 {
-		return nil, errIndexArg
-	}
-	return appendSeq(append(make([]byte, 0, 18), byte(s)), n), nil
-}
-
-// PrefixFromArgs takes a state.
-func (stateIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+func (idIndexer) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 1 {
 		return nil, errIndexArg
 	}
-	s, ok := args[0].(State)
+	s, ok := args[0].(string)
 	if !ok {
 		return nil, errIndexArg
 	}
-	return []byte{byte(s)}, nil
+	return []byte(s), nil
 }
 
 // maxPending bounds the submissions waiting for a transaction, maxEnds
@@ -189,8 +185,44 @@ func (s *Scheduler) inUse(jobID string) bool {
 	if s.unstored(jobID) || s.starts[jobID] != nil || s.ends[jobID] != nil || s.storing[jobID] != nil {
 		return true
 	}
-	raw, _ := s.db.Txn(false).First(table, indexID, jobID)
-	return raw != nil
+	_, r := s.first(s.db.Txn(false), jobID)
+	return r != nil
+}
+
+// first reads the job's stored record, if any, and a channel closed when
+// the job's entry in the table changes.
+func (s *Scheduler) first(txn *memdb.Txn, jobID string) (<-chan struct{}, *record) {
+	var ch <-chan struct{}
+	var raw any
+	if s.ownIDs {
+		seq, ok := s.seqOf(jobID)
+		if !ok {
+			return nil, nil
+		}
+		ch, raw, _ = txn.FirstWatch(table, indexID, seq)
+	} else {
+		ch, raw, _ = txn.FirstWatch(table, indexJob, jobID)
+	}
+	if r, ok := raw.(*record); ok && r.id == jobID {
+		return ch, r
+	}
+	return ch, nil
+}
+
+// seqOf returns the submission number that a default ID spells:
+// idPrefix, then the number in canonical decimal.
+func (s *Scheduler) seqOf(jobID string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(jobID, s.idPrefix)
+	if !ok || digits == "" || digits[0] == '0' || len(digits) > 20 {
+		return 0, false
+	}
+	for i := range len(digits) {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
 }
 
 // dropUnstored removes r from unstoredIDs unless a job has left it
@@ -210,10 +242,10 @@ func (s *Scheduler) unstored(jobID string) bool {
 	return s.unstoredIDs[jobID] != nil
 }
 
-// drain stores the pending submissions in txn, oldest first, and reports
+// drain stores the pending submissions, oldest first, and reports
 // whether the scheduler was closed when it took them: no submission can
-// follow a drain that saw it closed. The caller must commit txn.
-func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
+// follow a drain that saw it closed. The caller holds the write lock.
+func (s *Scheduler) drain() (closed bool) {
 	s.mu.Lock()
 	batch, closed := s.pending, s.closed
 	if len(batch) == 0 {
@@ -225,10 +257,10 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 	s.moves.Add(1)
 	s.mu.Unlock()
 	for _, r := range batch {
-		s.put(txn, r)
+		s.put(r)
 	}
 	s.lastQueued = batch[len(batch)-1].seq
-	txn.Defer(func() { // after the commit
+	s.afterCommit(func() { // after the commit
 		if testHookDrained != nil {
 			testHookDrained()
 		}
@@ -255,8 +287,8 @@ func (s *Scheduler) drain(txn *memdb.Txn) (closed bool) {
 }
 
 // syncStarts stores the Running records written behind. The caller holds
-// a write transaction and must commit it.
-func (s *Scheduler) syncStarts(txn *memdb.Txn) {
+// the write lock.
+func (s *Scheduler) syncStarts() {
 	s.mu.Lock()
 	n := len(s.starts)
 	if n == 0 {
@@ -267,13 +299,13 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 	// no stored record before this one.
 	batch := make([]*record, 0, n)
 	for jobID, r := range s.starts {
-		s.put(txn, r)
+		s.put(r)
 		batch = append(batch, r)
 		s.storing[jobID] = r
 		delete(s.starts, jobID)
 	}
 	s.mu.Unlock()
-	txn.Defer(func() {
+	s.afterCommit(func() {
 		s.mu.Lock()
 		for _, r := range batch {
 			if s.storing[r.id] == r {
@@ -289,9 +321,9 @@ func (s *Scheduler) syncStarts(txn *memdb.Txn) {
 // syncEnds stores the terminal records written behind, in the order the
 // jobs ended, and retires them. They stay readable in ends until the
 // commit, so a read never sees a job go back from ended to running, and
-// their waiters are woken after it. The caller holds a write transaction
-// and must commit it.
-func (s *Scheduler) syncEnds(txn *memdb.Txn) {
+// their waiters are woken after it. The caller holds the write
+// lock.
+func (s *Scheduler) syncEnds() {
 	s.mu.Lock()
 	batch := s.endOrder
 	s.endOrder = nil
@@ -300,10 +332,10 @@ func (s *Scheduler) syncEnds(txn *memdb.Txn) {
 		return
 	}
 	for _, r := range batch {
-		s.put(txn, r)
-		s.retire(txn, r.id)
+		s.put(r)
+		s.retire(r)
 	}
-	txn.Defer(func() { // after the commit
+	s.afterCommit(func() { // after the commit
 		s.mu.Lock()
 		for _, r := range batch {
 			if s.ends[r.id] == r {
@@ -346,11 +378,11 @@ func (s *Scheduler) flush() {
 // sync is flush without its shortcut: it also waits for a transaction in
 // progress.
 func (s *Scheduler) sync() {
-	txn := s.db.Txn(true)
-	s.drain(txn)
-	s.syncStarts(txn)
-	s.syncEnds(txn)
-	txn.Commit()
+	s.lock()
+	s.drain()
+	s.syncStarts()
+	s.syncEnds()
+	s.unlock()
 }
 
 // watch reads the job's record and a channel closed when it changes. A job
@@ -375,9 +407,7 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 		// Read moves before the table: unchanged after it, it means
 		// that no submission left pending or draining in between.
 		moves := s.moves.Load()
-		ch, raw, err := s.db.Txn(false).FirstWatch(table, indexID, jobID)
-		if err == nil && raw != nil {
-			r := raw.(*record)
+		if ch, r := s.first(s.db.Txn(false), jobID); r != nil {
 			if r.state.Terminal() || r.state == Queued && r.seq > s.started.Load() {
 				return ch, r
 			}
@@ -429,31 +459,27 @@ func (s *Scheduler) watch(jobID string) (<-chan struct{}, *record) {
 	}
 }
 
-// await waits for the write transaction in progress, if any, to commit.
-func (s *Scheduler) await() {
-	s.db.Txn(true).Abort()
-}
-
 // stored reports whether the job is in the table, or pending, written
-// behind or being stored, read under the writer lock.
+// behind or being stored, read under the write lock.
 func (s *Scheduler) stored(jobID string) bool {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	raw, _ := txn.First(table, indexID, jobID)
+	s.lock()
+	defer s.unlock()
+	_, r := s.first(s.db.Txn(false), jobID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return raw != nil || s.inUse(jobID)
+	return r != nil || s.inUse(jobID)
 }
 
-// cancelQueued ends a queued job. The caller holds a write transaction.
-func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
-	s.put(txn, &record{id: r.id, seq: r.seq, state: Cancelled, submitted: r.submitted,
-		end: &ending{at: s.now(), err: ErrCancelled}})
+// cancelQueued ends a queued job. The caller holds the write lock.
+func (s *Scheduler) cancelQueued(r *record) {
+	c := newEnded(r, Cancelled, ending{at: s.now(), err: ErrCancelled})
+	c.key, c.idKey = r.key, r.idKey // under the write lock
+	s.put(c)
 	s.counts.queued.Add(-1)
 	s.counts.cancelled.Add(1)
 	s.counts.retained.Add(1)
-	s.retire(txn, r.id)
-	txn.Defer(func() {
+	s.retire(c)
+	s.afterCommit(func() {
 		s.mu.Lock()
 		s.dropUnstored(r) // it may be drained in a transaction whose deferred work is yet to run
 		s.wakeLocked(r.id)
@@ -464,59 +490,60 @@ func (s *Scheduler) cancelQueued(txn *memdb.Txn, r *record) {
 // retire records that a stored job finished (counted in retained when it
 // ended) and forgets the jobs that finished first once more than
 // Config.Retain are kept, waking any caller still waiting for them. The
-// caller holds a write transaction and has stored every earlier end.
-func (s *Scheduler) retire(txn *memdb.Txn, jobID string) {
-	s.finished.push(jobID)
+// caller holds the write lock and has stored every earlier end.
+func (s *Scheduler) retire(r *record) {
+	s.finished.push(r)
 	if s.finished.len() <= s.cfg.Retain {
 		return
 	}
 	n := max(1, s.cfg.Retain/8)
-	gone := make([]string, n)
+	gone := make([]*record, n)
 	for i := range gone {
 		gone[i] = s.finished.pop()
 		s.writes++
-		if err := txn.Delete(table, &record{id: gone[i]}); err != nil {
+		if err := s.write().Delete(table, gone[i]); err != nil {
 			panic("scheduler: " + err.Error()) // unreachable: finished jobs are only deleted here
 		}
 	}
 	s.counts.retained.Add(-int64(n))
-	txn.Defer(func() {
+	s.afterCommit(func() {
 		// A Wait that registered after its job's end was stored
 		// left its channel here.
 		s.mu.Lock()
-		for _, jobID := range gone {
-			s.wakeLocked(jobID)
+		for _, r := range gone {
+			s.wakeLocked(r.id)
 		}
 		s.mu.Unlock()
 	})
 }
 
 // put stores r; it fails only on a schema error, which is a bug here.
-func (s *Scheduler) put(txn *memdb.Txn, r *record) {
+func (s *Scheduler) put(r *record) {
 	s.writes++
-	if err := txn.Insert(table, r); err != nil {
+	if err := s.write().Insert(table, r); err != nil {
 		panic("scheduler: " + err.Error())
 	}
 }
 
-// finishedQueue holds the IDs of the kept finished jobs, oldest first.
+// finishedQueue holds the stored records of the kept finished jobs,
+// oldest first.
 type finishedQueue struct {
-	ids  []string
+	recs []*record
 	head int
 }
 
-func (q *finishedQueue) len() int { return len(q.ids) - q.head }
+func (q *finishedQueue) len() int { return len(q.recs) - q.head }
 
-func (q *finishedQueue) push(jobID string) { q.ids = append(q.ids, jobID) }
+func (q *finishedQueue) push(r *record) { q.recs = append(q.recs, r) }
 
-func (q *finishedQueue) pop() string {
-	jobID := q.ids[q.head]
-	q.ids[q.head] = ""
+func (q *finishedQueue) pop() *record {
+	r := q.recs[q.head]
+	q.recs[q.head] = nil
 	q.head++
-	if q.head >= 1024 && q.head*2 >= len(q.ids) {
-		n := copy(q.ids, q.ids[q.head:])
-		clear(q.ids[n:])
-		q.ids, q.head = q.ids[:n], 0
+	if q.head >= 1024 && q.head*2 >= len(q.recs) {
+		n := copy(q.recs, q.recs[q.head:])
+		clear(q.recs[n:])
+		q.recs, q.head = q.recs[:n], 0
 	}
-	return jobID
+	return r
 }

@@ -13,15 +13,16 @@ import (
 // a submission, its start and its end, behind a backlog of 64 queued jobs
 // and with 64 finished jobs kept, as in BenchmarkSchedulerThroughput.
 func BenchmarkTableJob(b *testing.B) {
-	cfg := Config{Pairs: 1, Queue: 1 << 20, Retain: 64}
+	prefix := randomPrefix()
+	cfg := Config{Pairs: 1, Queue: 1 << 20, Retain: 64, IDs: Sequential(prefix)}
 	if err := cfg.normalize(); err != nil {
 		b.Fatal(err)
 	}
-	db, err := memdb.NewMemDB(schema)
+	db, err := memdb.NewMemDB(newSchema(false))
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &Scheduler{cfg: cfg, db: db, starts: make(map[string]*record), ends: make(map[string]*record), waits: make(map[string]chan struct{}), storing: make(map[string]*record), unstoredIDs: make(map[string]*record)}
+	s := &Scheduler{cfg: cfg, ownIDs: true, idPrefix: prefix, db: db, starts: make(map[string]*record), ends: make(map[string]*record), waits: make(map[string]chan struct{}), storing: make(map[string]*record), unstoredIDs: make(map[string]*record)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	defer s.cancelBase()
 	pair := &orchestrator.Config{}
@@ -36,11 +37,12 @@ func BenchmarkTableJob(b *testing.B) {
 	for range 64 {
 		submit()
 	}
+	jc := &jobCtx{base: s.base}
 	var ended *record
 	b.ReportAllocs()
 	for b.Loop() {
 		submit()
-		r, _ := s.step(ended)
+		r, _ := s.step(ended, jc)
 		r.run.cancel()
 		ended = &record{id: r.id, seq: r.seq, state: Completed, submitted: r.submitted, run: r.run,
 			end: &ending{at: s.now()}}
