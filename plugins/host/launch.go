@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
+	"github.com/spice-orch/spice-orch/plugins/internal/deadline"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
@@ -47,6 +48,7 @@ type Plugin struct {
 	client   pb.PluginServiceClient
 	stderr   *tail
 	slots    chan struct{}
+	calls    deadline.Watch // ends each call at CallTimeout+CancelGrace
 
 	exited  chan struct{} // closed when the process has been reaped
 	waitErr error         // set before exited closes
@@ -59,7 +61,7 @@ type Plugin struct {
 	closeOnce sync.Once
 	closing   chan struct{}   // closed when Close starts: new calls are refused
 	forced    context.Context // done when the host stops the plugin by force
-	force     context.CancelFunc
+	force     func()          // ends forced, then every call in flight
 }
 
 // Launch starts the plugin of cfg, verifies it and returns it ready to
@@ -96,7 +98,13 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		exited:  make(chan struct{}),
 		closing: make(chan struct{}),
 	}
-	p.forced, p.force = context.WithCancel(context.Background())
+	forced, cancelForced := context.WithCancel(context.Background())
+	p.forced = forced
+	p.force = func() {
+		cancelForced()
+		// Calls in flight end now; p.forced tells them why.
+		p.calls.Stop()
+	}
 	lineCh, err := p.start(f)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -318,7 +326,7 @@ func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResul
 func newConn(target, auth string, cfg Config) (*grpc.ClientConn, error) {
 	return grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(authCreds{value: auth}),
+		grpc.WithPerRPCCredentials(authCreds{md: map[string]string{handshake.AuthMetadata: auth}}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes), grpc.MaxCallSendMsgSize(cfg.MaxRequestBytes)),
 		grpc.WithDisableServiceConfig(),
 		grpc.WithSharedWriteBuffer(true),
@@ -329,10 +337,12 @@ func newConn(target, auth string, cfg Config) (*grpc.ClientConn, error) {
 }
 
 // authCreds attaches the host's proof of the secret to every call.
-type authCreds struct{ value string }
+type authCreds struct {
+	md map[string]string // never written after newConn: gRPC copies it into each call's headers
+}
 
 func (a authCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{handshake.AuthMetadata: a.value}, nil
+	return a.md, nil
 }
 
 func (authCreds) RequireTransportSecurity() bool { return false }
@@ -358,5 +368,6 @@ func (p *Plugin) stop(grace time.Duration) {
 		p.conn.Close()
 	}
 	p.readers.Wait()
+	p.calls.Stop()
 	os.RemoveAll(p.dir)
 }
