@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
-	"github.com/spice-orch/spice-orch/plugins/internal/deadline"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
@@ -48,7 +47,6 @@ type Plugin struct {
 	client   pb.PluginServiceClient
 	stderr   *tail
 	slots    chan struct{}
-	calls    deadline.Watch // ends each call at CallTimeout+CancelGrace
 
 	exited  chan struct{} // closed when the process has been reaped
 	waitErr error         // set before exited closes
@@ -61,7 +59,7 @@ type Plugin struct {
 	closeOnce sync.Once
 	closing   chan struct{}   // closed when Close starts: new calls are refused
 	forced    context.Context // done when the host stops the plugin by force
-	force     func()          // ends forced, then every call in flight
+	force     context.CancelFunc
 }
 
 // Launch starts the plugin of cfg, verifies it and returns it ready to
@@ -98,13 +96,7 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		exited:  make(chan struct{}),
 		closing: make(chan struct{}),
 	}
-	forced, cancelForced := context.WithCancel(context.Background())
-	p.forced = forced
-	p.force = func() {
-		cancelForced()
-		// Calls in flight end now; p.forced tells them why.
-		p.calls.Stop()
-	}
+	p.forced, p.force = context.WithCancel(context.Background())
 	lineCh, err := p.start(f)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -368,6 +360,5 @@ func (p *Plugin) stop(grace time.Duration) {
 		p.conn.Close()
 	}
 	p.readers.Wait()
-	p.calls.Stop()
 	os.RemoveAll(p.dir)
 }

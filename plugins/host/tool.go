@@ -70,12 +70,11 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 	}
 	defer p.endCall()
 	// The plugin is told CallTimeout (timeout_millis) and may report its
-	// own deadline; the host cuts the stream off CancelGrace later. The
-	// plugin's one deadline watch ends cctx then, without a timer of its
-	// own (plugins/internal/deadline).
-	// A stop by force ends cctx too (Plugin.force).
-	cctx, cancel := p.calls.WithTimeout(ctx, b.CallTimeout+p.cfg.CancelGrace)
+	// own deadline; the host cuts the stream off CancelGrace later.
+	cctx, cancel := context.WithTimeout(ctx, b.CallTimeout+p.cfg.CancelGrace)
 	defer cancel()
+	stop := context.AfterFunc(p.forced, cancel)
+	defer stop()
 	c := &callState{t: t, ctx: ctx, cctx: cctx, call: call}
 	stream, err := p.conn.NewStream(noDeadline{cctx}, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
 	if err != nil {

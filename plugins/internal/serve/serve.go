@@ -23,7 +23,6 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/plugins/handshake"
-	"github.com/spice-orch/spice-orch/plugins/internal/deadline"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
@@ -115,7 +114,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	s := &server{o: o, d: d, hostAuth: []byte(secret.HostAuth()), stop: make(chan time.Duration, 1)}
-	defer s.calls.Stop()
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes), grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		grpc.UnaryInterceptor(s.unaryAuth), grpc.StreamInterceptor(s.streamAuth),
@@ -182,7 +180,6 @@ type server struct {
 	hostAuth []byte // the host's proof of the secret, the same on every call
 	stop     chan time.Duration
 	once     sync.Once
-	calls    deadline.Watch // ends each call at its timeout_millis
 }
 
 func (s *server) authorized(ctx context.Context) error {
@@ -308,10 +305,8 @@ func (s *server) execute(ctx context.Context, req *pb.ExecuteRequest, r tool.Rep
 	if ms := req.GetTimeoutMillis(); ms > 0 && ms < uint64(24*time.Hour/time.Millisecond) {
 		// The host's own deadline is later by its cancellation grace, so
 		// that the tool can report the deadline itself.
-		// The server's one deadline watch ends it, with no timer per
-		// call (plugins/internal/deadline).
 		var cancel context.CancelFunc
-		ctx, cancel = s.calls.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
 		defer cancel()
 	}
 	res, err := s.d.Dispatch(ctx, call, r)
