@@ -318,7 +318,7 @@ func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResul
 func newConn(target, auth string, cfg Config) (*grpc.ClientConn, error) {
 	return grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(authCreds{value: auth}),
+		grpc.WithPerRPCCredentials(authCreds{md: map[string]string{handshake.AuthMetadata: auth}}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes), grpc.MaxCallSendMsgSize(cfg.MaxRequestBytes)),
 		grpc.WithDisableServiceConfig(),
 		grpc.WithSharedWriteBuffer(true),
@@ -329,10 +329,12 @@ func newConn(target, auth string, cfg Config) (*grpc.ClientConn, error) {
 }
 
 // authCreds attaches the host's proof of the secret to every call.
-type authCreds struct{ value string }
+type authCreds struct {
+	md map[string]string // never written after newConn: gRPC copies it into each call's headers
+}
 
 func (a authCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{handshake.AuthMetadata: a.value}, nil
+	return a.md, nil
 }
 
 func (authCreds) RequireTransportSecurity() bool { return false }

@@ -76,7 +76,7 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 	stop := context.AfterFunc(p.forced, cancel)
 	defer stop()
 	c := &callState{t: t, ctx: ctx, cctx: cctx, call: call}
-	stream, err := p.conn.NewStream(cctx, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
+	stream, err := p.conn.NewStream(noDeadline{cctx}, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
 	if err != nil {
 		// Nothing left the host.
 		if ctx.Err() != nil {
@@ -130,6 +130,14 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 		}
 	}
 }
+
+// noDeadline hides the call's deadline from gRPC, which would send it as
+// grpc-timeout: the host ends the stream at the call's bound itself
+// (PROTOCOL.md), and grpc-go arms two timers per call on the plugin's side
+// for a deadline it is sent, each of which can wake an idle thread there.
+type noDeadline struct{ context.Context }
+
+func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 type callState struct {
 	t         *Tool

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"io"
 	"net"
@@ -112,7 +113,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	s := &server{o: o, d: d, secret: secret, stop: make(chan time.Duration, 1)}
+	s := &server{o: o, d: d, hostAuth: []byte(secret.HostAuth()), stop: make(chan time.Duration, 1)}
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes), grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		grpc.UnaryInterceptor(s.unaryAuth), grpc.StreamInterceptor(s.streamAuth),
@@ -174,17 +175,16 @@ func Run(ctx context.Context, o Options) error {
 
 type server struct {
 	pb.UnimplementedPluginServiceServer
-	o      Options
-	d      *tool.Canonical
-	secret handshake.Secret
-	stop   chan time.Duration
-	once   sync.Once
+	o        Options
+	d        *tool.Canonical
+	hostAuth []byte // the host's proof of the secret, the same on every call
+	stop     chan time.Duration
+	once     sync.Once
 }
 
 func (s *server) authorized(ctx context.Context) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	v := md.Get(handshake.AuthMetadata)
-	if len(v) != 1 || !s.secret.CheckHostAuth(v[0]) {
+	v := metadata.ValueFromIncomingContext(ctx, handshake.AuthMetadata)
+	if len(v) != 1 || subtle.ConstantTimeCompare([]byte(v[0]), s.hostAuth) != 1 {
 		return status.Error(codes.Unauthenticated, "missing or wrong "+handshake.AuthMetadata)
 	}
 	return nil
@@ -250,27 +250,13 @@ func ToolDefinition(def tool.Definition) *pb.ToolDefinition {
 }
 
 func (s *server) Execute(req *pb.ExecuteRequest, stream grpc.ServerStreamingServer[pb.ExecuteResponse]) error {
-	ctx := stream.Context()
-	var rs []*pb.ExecuteResponse
-	var mu sync.Mutex
-	send := func(r *pb.ExecuteResponse) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if s.o.Faults.Responses != nil {
-			rs = append(rs, r)
-			return nil
-		}
-		return stream.Send(r)
-	}
-	rep := reporterFunc(func(ctx context.Context, p tool.Progress) error {
-		return send(&pb.ExecuteResponse{Event: &pb.ExecuteResponse_Progress{Progress: &pb.Progress{CallId: string(p.CallID()), Message: p.Message()}}})
-	})
-	out := s.execute(ctx, req, rep)
-	if err := send(&pb.ExecuteResponse{Event: &pb.ExecuteResponse_Outcome{Outcome: out}}); err != nil {
+	e := &execution{stream: stream, hold: s.o.Faults.Responses != nil}
+	out := s.execute(stream.Context(), req, e)
+	if err := e.send(&pb.ExecuteResponse{Event: &pb.ExecuteResponse_Outcome{Outcome: out}}); err != nil {
 		return err
 	}
-	if s.o.Faults.Responses != nil {
-		for _, r := range s.o.Faults.Responses(req, rs) {
+	if e.hold {
+		for _, r := range s.o.Faults.Responses(req, e.held) {
 			if err := stream.Send(r); err != nil {
 				return err
 			}
@@ -279,9 +265,28 @@ func (s *server) Execute(req *pb.ExecuteRequest, stream grpc.ServerStreamingServ
 	return nil
 }
 
-type reporterFunc func(context.Context, tool.Progress) error
+// execution is one Execute's stream and the tool's reporter on it.
+type execution struct {
+	mu     sync.Mutex // a tool may report from several goroutines
+	stream grpc.ServerStreamingServer[pb.ExecuteResponse]
+	hold   bool // Faults.Responses rewrites the responses: keep them until the end
+	held   []*pb.ExecuteResponse
+}
 
-func (f reporterFunc) Report(ctx context.Context, p tool.Progress) error { return f(ctx, p) }
+func (e *execution) send(r *pb.ExecuteResponse) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.hold {
+		e.held = append(e.held, r)
+		return nil
+	}
+	return e.stream.Send(r)
+}
+
+// Report sends p as a progress message.
+func (e *execution) Report(_ context.Context, p tool.Progress) error {
+	return e.send(&pb.ExecuteResponse{Event: &pb.ExecuteResponse_Progress{Progress: &pb.Progress{CallId: string(p.CallID()), Message: p.Message()}}})
+}
 
 func (s *server) execute(ctx context.Context, req *pb.ExecuteRequest, r tool.Reporter) *pb.Outcome {
 	out := &pb.Outcome{CallId: req.GetCallId()}

@@ -562,7 +562,7 @@ type ExecuteRequest struct {
 	// The call's arguments: a JSON object as UTF-8 bytes.
 	ArgumentsJson []byte `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// The host's deadline for this call, in milliseconds from when it was
-	// sent. The gRPC deadline is later by the host's cancellation grace
+	// sent. The host cuts the stream off later by its cancellation grace
 	// (PROTOCOL.md, Calls).
 	TimeoutMillis uint64 `protobuf:"varint,4,opt,name=timeout_millis,json=timeoutMillis,proto3" json:"timeout_millis,omitempty"`
 	unknownFields protoimpl.UnknownFields
