@@ -9,7 +9,7 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of DESIGN.md's performance table. Packages that do not
 # have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor
 # Issue 23: the baselines each target is a ratio to, and README's scaling
 # curves (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds

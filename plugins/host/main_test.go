@@ -15,6 +15,7 @@ import (
 var fixtureV1, fixtureV2 string
 
 func TestMain(m *testing.M) {
+	serveFloorIfAsked()
 	dir, err := os.MkdirTemp("", "plugin-fixture-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
