@@ -9,8 +9,9 @@ import (
 // Checkpoint policy. SQLite's automatic checkpoint runs inside the commit
 // that crosses its threshold, so the events of that commit wait for two
 // more syncs (the WAL's and the database's) before they are acknowledged.
-// The writer turns it off and checkpoints itself, between batches, after
-// the batch's callers are answered. Because nothing writes while it runs,
+// The writer turns it off and checkpoints itself, on its goroutine, between
+// batches, after the batch's callers are answered (a caller that committed
+// its own event asks the goroutine to). Because nothing writes while it runs,
 // a checkpoint that no reader holds back copies the whole WAL, and the
 // next transaction starts the WAL again from its beginning: the file stays
 // at about checkpointFrames pages under any sustained load.
@@ -55,22 +56,33 @@ func (c *checkpointer) init(ctx context.Context, conn *sql.Conn) error {
 // pages its row fills and the index page its key lands on.
 func (c *checkpointer) frames(n int) int { return n/pageSize + 2 }
 
-// after is told of a committed batch that added about frames frames, and
-// checkpoints when the WAL has grown past the policy's threshold. A failed
-// checkpoint loses nothing (the events are in the WAL, and SQLite
-// checkpoints a WAL it finds at the next open); it is tried again after
-// the next batch.
-func (c *checkpointer) after(conn *sql.Conn, frames int) {
-	c.pending += frames
-	if c.pending < c.next {
-		return
-	}
+// add is told of a committed batch that added about frames frames.
+func (c *checkpointer) add(frames int) { c.pending += frames }
+
+// due reports whether the WAL has grown past the policy's threshold.
+func (c *checkpointer) due() bool { return c.pending >= c.next }
+
+// checkpoint runs the checkpoint the policy asks for. A failed checkpoint
+// loses nothing (the events are in the WAL, and SQLite checkpoints a WAL it
+// finds at the next open); it is tried again once the WAL has grown by
+// another threshold.
+func (w *writer) checkpoint() {
+	c := &w.policy
+	ctx := context.Background()
 	mode := "PASSIVE"
 	if c.pending >= restartFrames {
+		// RESTART waits for readers; the connection waits for nothing
+		// otherwise (writer.begin).
 		mode = "RESTART"
+		if err := w.setBusy(ctx, w.busy); err != nil {
+			c.next = c.pending + checkpointFrames
+			return
+		}
+		// A failure to reset it shows at the next begin.
+		defer func() { _ = w.setBusy(ctx, 0) }()
 	}
 	var busy, log, done int
-	err := conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
+	err := w.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
 	switch {
 	case err == nil && busy == 0 && done == log:
 		c.pending = 0 // the next transaction restarts the WAL

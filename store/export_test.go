@@ -18,8 +18,10 @@ func FailCommits(ctx context.Context, s *Store) error {
 	if err != nil {
 		return err
 	}
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
 	s.w.st.commit.Close()
-	s.w.st.commit = st // the writer reads it after the next event is queued
+	s.w.st.commit = st
 	return nil
 }
 

@@ -7,7 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -57,9 +62,18 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 		putRequest(r)
 		return err
 	}
-	if err := s.enqueue(ctx, r); err != nil {
+	r.time = e.Time().Format(eventlog.TimeLayout)
+	s.observing.Add(1)
+	defer s.observing.Add(-1)
+	done, err := s.hand(ctx, r)
+	if err != nil {
 		putRequest(r)
 		return notAcknowledged(e, err)
+	}
+	if done {
+		err := <-r.done
+		putRequest(r)
+		return err
 	}
 	select {
 	case err := <-r.done:
@@ -72,22 +86,29 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 	}
 }
 
-// enqueue hands r to the writer while holding the read lock, so that Close,
-// which takes the write lock, knows every handed event is in the queue.
-func (s *Store) enqueue(ctx context.Context, r *request) error {
+// hand gives r to the writer while holding the read lock, so that Close,
+// which takes the write lock, knows every handed event is committed or in
+// the queue. When this is the only event being observed and the writer is
+// idle, the caller commits r itself (done: r.done holds the answer
+// already); otherwise r is queued, and concurrent events share the
+// goroutine's commits.
+func (s *Store) hand(ctx context.Context, r *request) (done bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch {
 	case s.closed:
-		return ErrClosed
+		return false, ErrClosed
 	case s.w == nil:
-		return ErrReadOnly
+		return false, ErrReadOnly
+	}
+	if s.observing.Load() == 1 && s.w.inline(r) {
+		return true, nil
 	}
 	select {
 	case s.w.queue <- r:
-		return nil
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -115,6 +136,7 @@ func notAcknowledged(e eventlog.Event, err error) error {
 type request struct {
 	e    eventlog.Event
 	body []byte
+	time string     // e's time as the time column holds it
 	done chan error // buffered: the writer never waits for the caller
 }
 
@@ -123,7 +145,7 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 func getRequest() *request { return requests.Get().(*request) }
 
 func putRequest(r *request) {
-	r.e = eventlog.Event{}
+	r.e, r.time = eventlog.Event{}, ""
 	if cap(r.body) > 64<<10 {
 		r.body = nil // do not keep a large buffer alive in the pool
 	}
@@ -131,28 +153,46 @@ func putRequest(r *request) {
 	requests.Put(r)
 }
 
-// writer owns the one connection that writes, and the goroutine that
-// commits queued events in batches.
+// writer owns the one connection that writes. A transaction runs on it
+// either on the writer's goroutine, which commits queued events in
+// batches, waits for another process's write lock and checkpoints, or, when
+// the writer is idle, on the goroutine of the caller of Observe: a handoff
+// to another goroutine and back costs two wake-ups, which on a loaded
+// machine are a fifth of a sync or more, and a log that appends one event
+// at a time would pay them at every event.
 type writer struct {
-	conn   *sql.Conn
-	st     statements
+	conn *sql.Conn
+	busy time.Duration // how long a queued batch waits for another process's write lock
+	st   statements
+
 	queue  chan *request
+	ckpt   chan struct{} // cap 1: a caller's commit asks the goroutine for a checkpoint
 	quit   chan struct{} // closed by stop
 	exited chan struct{} // closed when the goroutine returns
-	logs   logCache      // used by the goroutine only
+
+	// mu is held by whoever runs a transaction on conn; it guards the
+	// fields below.
+	mu     sync.Mutex
+	logs   logCache
 	batch  []*request
 	errs   []error
-	ckpt   checkpointer // used by the goroutine only
+	policy checkpointer
 }
 
 func (w *writer) start(ctx context.Context) error {
 	if err := w.st.prepare(ctx, w.conn); err != nil {
 		return err
 	}
-	if err := w.ckpt.init(ctx, w.conn); err != nil {
+	if err := w.policy.init(ctx, w.conn); err != nil {
+		return err
+	}
+	// A caller's own commit must not wait for a lock: it finds the lock
+	// taken at once and queues its event, and the goroutine waits (begin).
+	if err := w.setBusy(ctx, 0); err != nil {
 		return err
 	}
 	w.queue = make(chan *request, queueSize)
+	w.ckpt = make(chan struct{}, 1)
 	w.quit = make(chan struct{})
 	w.exited = make(chan struct{})
 	w.logs = logCache{}
@@ -168,7 +208,7 @@ func (w *writer) abandon() {
 }
 
 // stop makes the goroutine commit what is queued and return, then closes
-// the connection.
+// the connection. The store's lock is held: no caller commits meanwhile.
 func (w *writer) stop() error {
 	close(w.quit)
 	<-w.exited
@@ -181,19 +221,63 @@ func (w *writer) run() {
 	for {
 		select {
 		case r := <-w.queue:
-			w.commit(w.collect(r))
+			w.queued(r)
+		case <-w.ckpt:
+			w.mu.Lock()
+			if w.policy.due() {
+				w.checkpoint()
+			}
+			w.mu.Unlock()
 		case <-w.quit:
 			// Close holds the store's lock: nothing more can be queued.
 			for {
 				select {
 				case r := <-w.queue:
-					w.commit(w.collect(r))
+					w.queued(r)
 				default:
 					return
 				}
 			}
 		}
 	}
+}
+
+// queued commits r and whatever else is queued on the goroutine, waiting
+// for another process's write lock if it must, then checkpoints if due:
+// every caller of the batch is answered by then, so a checkpoint delays
+// the next batch, never an acknowledgement.
+func (w *writer) queued(r *request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	batch := w.collect(r)
+	w.commit(batch, w.begin(true))
+	if w.policy.due() {
+		w.checkpoint()
+	}
+}
+
+// inline commits r on the caller's goroutine, with whatever was queued
+// meanwhile, if the writer is idle: nothing queued, no transaction
+// running, and the write lock free. It reports whether it did; r.done then
+// holds r's answer. A checkpoint that falls due is left to the goroutine,
+// so that it never delays this caller's acknowledgement.
+func (w *writer) inline(r *request) bool {
+	if len(w.queue) > 0 || !w.mu.TryLock() {
+		return false
+	}
+	defer w.mu.Unlock()
+	err := w.begin(false)
+	if isBusy(err) {
+		return false
+	}
+	w.commit(w.collect(r), err)
+	if w.policy.due() {
+		select {
+		case w.ckpt <- struct{}{}:
+		default: // asked already
+		}
+	}
+	return true
 }
 
 // collect takes r and whatever else is queued, within the batch bounds.
@@ -212,20 +296,53 @@ func (w *writer) collect(r *request) []*request {
 	return batch
 }
 
-// commit writes batch in one transaction and answers every request. An
-// integrity conflict fails only its own event; any other failure fails the
-// whole batch, which is rolled back.
-func (w *writer) commit(batch []*request) {
+// begin starts the transaction. The connection does not wait for another
+// process's write lock; when wait is set and the lock is taken, begin
+// waits for it as SQLite would, up to the busy timeout.
+func (w *writer) begin(wait bool) error {
+	ctx := context.Background()
+	_, err := w.st.begin.ExecContext(ctx)
+	if err == nil || !wait || !isBusy(err) {
+		return err
+	}
+	if err := w.setBusy(ctx, w.busy); err != nil {
+		return err
+	}
+	_, err = w.st.begin.ExecContext(ctx)
+	return errors.Join(err, w.setBusy(ctx, 0))
+}
+
+func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
+	_, err := w.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(d.Milliseconds(), 10))
+	return err
+}
+
+// isBusy reports SQLite's answer when another connection holds the lock.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// commit writes batch in the transaction begin started (unless it
+// failed, with began) and answers every request. An integrity conflict
+// fails only its own event; any other failure fails the whole batch, which
+// is rolled back.
+func (w *writer) commit(batch []*request, began error) {
 	w.batch = batch
 	errs := w.errs[:0]
 	for range batch {
 		errs = append(errs, nil)
 	}
 	w.errs = errs
-	err := w.write(batch, errs)
+	err := began
+	if err != nil {
+		err = fmt.Errorf("store: begin: %w", err)
+	} else {
+		err = w.write(batch, errs)
+	}
 	frames := 0
 	for i, r := range batch {
-		frames += w.ckpt.frames(len(r.body))
+		frames += w.policy.frames(len(r.body))
 		if err != nil {
 			r.done <- err
 		} else {
@@ -234,19 +351,15 @@ func (w *writer) commit(batch []*request) {
 		batch[i] = nil
 	}
 	if err == nil {
-		// Every caller of the batch is answered: a checkpoint delays the
-		// next batch, never an acknowledgement.
-		w.ckpt.after(w.conn, frames)
+		w.policy.add(frames)
 	}
 }
 
-// write runs the transaction. Statements use a context of their own: a
-// caller that stops waiting does not cut a commit other callers share.
+// write runs the transaction begin started, and commits it. Statements use
+// a context of their own: a caller that stops waiting does not cut a
+// commit other callers share.
 func (w *writer) write(batch []*request, errs []error) (err error) {
 	ctx := context.Background()
-	if _, err = w.st.begin.ExecContext(ctx); err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
 	defer func() {
 		if err != nil {
 			w.logs.reset() // what the rolled-back batch taught it is void
@@ -281,8 +394,7 @@ func (w *writer) write(batch []*request, errs []error) (err error) {
 // insert adds r's row unless its log and sequence are taken, and reports
 // whether it did.
 func (w *writer) insert(ctx context.Context, r *request) (bool, error) {
-	res, err := w.st.insertEvent.ExecContext(ctx, r.e.Log(), int64(r.e.Seq()), r.e.Kind(),
-		r.e.Time().Format(eventlog.TimeLayout), r.body)
+	res, err := w.st.insertEvent.ExecContext(ctx, r.e.Log(), int64(r.e.Seq()), r.e.Kind(), r.time, r.body)
 	if err != nil {
 		return false, fmt.Errorf("store: writing event %d of log %q: %w", r.e.Seq(), r.e.Log(), err)
 	}
