@@ -318,7 +318,10 @@ func (w *writer) begin(wait bool) error {
 		return err
 	}
 	_, err = w.st.begin.ExecContext(ctx)
-	return errors.Join(err, w.setBusy(ctx, 0))
+	// Were the timeout left set, a caller's own commit would wait for the
+	// lock too, within the busy timeout: no worse than before.
+	_ = w.setBusy(ctx, 0)
+	return err
 }
 
 func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
@@ -328,6 +331,9 @@ func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
 
 // isBusy reports SQLite's answer when another connection holds the lock.
 func isBusy(err error) bool {
+	if err == nil {
+		return false
+	}
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
