@@ -60,11 +60,11 @@ func (c *checkpointer) init(ctx context.Context, conn *sql.Conn) error {
 // and estimates from above the WAL frames (pages) it added: each event's
 // key lands on its own log's leaf of the events index, the rows fill table
 // leaves (at least three quarters full, as SQLite splits a leaf it appends
-// to) and rewrite the last one, and a commit rewrites up to three pages
-// more: the file header when the file grows, and an interior page of each
-// tree when a leaf splits.
+// to) and rewrite the last one, and a commit rewrites up to four pages
+// more: the file header when the file grows, and the interior pages above
+// a leaf that split (two levels of the table, one of the index).
 func (c *checkpointer) add(events, size int) {
-	c.pending += events + (size+leafFill-1)/leafFill + 1 + 3
+	c.pending += events + (size+leafFill-1)/leafFill + 1 + 4
 }
 
 const leafFill = pageSize * 3 / 4
