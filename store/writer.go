@@ -249,13 +249,13 @@ func (w *writer) run() {
 // the next batch, never an acknowledgement.
 func (w *writer) queued(r *request) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	batch := w.collect(r)
 	n := len(batch)
 	w.commit(batch, w.begin(true))
 	if w.policy.due() {
 		w.checkpoint()
 	}
+	w.mu.Unlock()
 	if n > 1 {
 		// The callers just answered are ready to run on this thread: let
 		// them hand their next events before the next batch is taken, so
