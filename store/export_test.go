@@ -28,3 +28,12 @@ func FailCommits(ctx context.Context, s *Store) error {
 // MaxWALBytes is the size the WAL file stays within under sustained load:
 // the checkpoint threshold plus one full batch of small events, in frames.
 const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
+
+// SetHooks sets the writer's test hooks for the stores opened next: queued
+// runs after a request was queued, taken when the writer's goroutine has
+// taken one from the queue. The returned func clears them; call it once
+// those stores are closed.
+func SetHooks(queued, taken func()) (clear func()) {
+	testHookQueued, testHookTaken = queued, taken
+	return func() { testHookQueued, testHookTaken = nil, nil }
+}

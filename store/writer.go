@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -105,13 +106,26 @@ func (s *Store) hand(ctx context.Context, r *request) (done bool, err error) {
 	if s.observing.Load() == 1 && s.w.inline(r) {
 		return true, nil
 	}
+	// Counted before it can be taken: until it is answered, no caller
+	// commits its own event (writer.inline).
+	r.queued = true
+	s.w.unanswered.Add(1)
 	select {
 	case s.w.queue <- r:
+		if testHookQueued != nil {
+			testHookQueued()
+		}
 		return false, nil
 	case <-ctx.Done():
+		r.queued = false
+		s.w.unanswered.Add(-1)
 		return false, ctx.Err()
 	}
 }
+
+// Test hooks, nil outside tests: a request was queued; the goroutine took
+// one from the queue.
+var testHookQueued, testHookTaken func()
 
 // ErrPayloadPanic is returned by Observe for an event whose payload
 // panicked while it was being encoded. The panic value is not kept: it
@@ -135,10 +149,11 @@ func notAcknowledged(e eventlog.Event, err error) error {
 
 // request is one event waiting for its commit.
 type request struct {
-	e    eventlog.Event
-	body []byte
-	time string     // e's time as the time column holds it
-	done chan error // buffered: the writer never waits for the caller
+	e      eventlog.Event
+	body   []byte
+	time   string     // e's time as the time column holds it
+	queued bool       // handed to the goroutine: counted in writer.unanswered
+	done   chan error // buffered: the writer never waits for the caller
 }
 
 var requests = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
@@ -146,7 +161,7 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 func getRequest() *request { return requests.Get().(*request) }
 
 func putRequest(r *request) {
-	r.e, r.time = eventlog.Event{}, ""
+	r.e, r.time, r.queued = eventlog.Event{}, "", false
 	if cap(r.body) > 64<<10 {
 		r.body = nil // do not keep a large buffer alive in the pool
 	}
@@ -170,6 +185,11 @@ type writer struct {
 	ckpt   chan struct{} // cap 1: a caller's commit asks the goroutine for a checkpoint
 	quit   chan struct{} // closed by stop
 	exited chan struct{} // closed when the goroutine returns
+
+	// unanswered counts the queued requests not answered yet, including
+	// one the goroutine has taken from the queue but not committed: the
+	// queue's length alone would let a caller's own commit overtake it.
+	unanswered atomic.Int32
 
 	// mu is held by whoever runs a transaction on conn; it guards the
 	// fields below.
@@ -222,6 +242,9 @@ func (w *writer) run() {
 	for {
 		select {
 		case r := <-w.queue:
+			if testHookTaken != nil {
+				testHookTaken()
+			}
 			w.queued(r)
 		case <-w.ckpt:
 			w.mu.Lock()
@@ -266,12 +289,14 @@ func (w *writer) queued(r *request) {
 }
 
 // inline commits r on the caller's goroutine, with whatever was queued
-// meanwhile, if the writer is idle: nothing queued, no transaction
-// running, and the write lock free. It reports whether it did; r.done then
+// meanwhile, if the writer is idle: no queued event unanswered, no
+// transaction running, and the write lock free. An unanswered event may be
+// an earlier one of r's log whose caller stopped waiting; r must not be
+// committed before it. It reports whether it did; r.done then
 // holds r's answer. A checkpoint that falls due is left to the goroutine,
 // so that it never delays this caller's acknowledgement.
 func (w *writer) inline(r *request) bool {
-	if len(w.queue) > 0 || !w.mu.TryLock() {
+	if w.unanswered.Load() > 0 || !w.mu.TryLock() {
 		return false
 	}
 	defer w.mu.Unlock()
@@ -358,6 +383,11 @@ func (w *writer) commit(batch []*request, began error) {
 	size := 0
 	for i, r := range batch {
 		size += rowBytes(r)
+		if r.queued {
+			// Its transaction is over: a later event of its log may
+			// now be committed by its own caller.
+			w.unanswered.Add(-1)
+		}
 		if err != nil {
 			r.done <- err
 		} else {

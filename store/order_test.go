@@ -1,0 +1,92 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// An event queued for the writer whose caller stopped waiting (its ctx
+// ended) is still ahead of the next event of its log: the next event must
+// not be committed, and acknowledged, on its caller's goroutine while the
+// earlier one is held by the writer's goroutine. Were it, the store would
+// hold event n+1 without event n, and a SIGKILL then would leave that gap.
+func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
+	ctx := context.Background()
+	taken, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var queuedN, takenN atomic.Int32
+	clear := store.SetHooks(func() {
+		if queuedN.Add(1) == 2 { // event 3 is queued behind event 2
+			free()
+		}
+	}, func() {
+		if takenN.Add(1) == 1 { // hold event 2 on the goroutine
+			taken <- struct{}{}
+			<-release
+		}
+	})
+	path := dbPath(t)
+	st, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		free()
+		require.NoError(t, st.Close())
+		clear()
+	})
+
+	rec := &eventRecorder{}
+	l := newLog(t, "run-1", rec)
+	for _, r := range []eventlog.Record{
+		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-2", Index: 2}),
+	} {
+		_, err := l.Append(ctx, r)
+		require.NoError(t, err)
+	}
+	e1, e2, e3 := rec.events[0], rec.events[1], rec.events[2]
+	require.NoError(t, st.Observe(ctx, e1))
+
+	// Another connection holds the write lock: event 2 cannot be committed
+	// by its caller and goes to the goroutine, which the hook holds.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	other, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- st.Observe(cctx, e2) }()
+	<-taken
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled, "event 2 is not acknowledged")
+	_, err = other.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+
+	require.NoError(t, st.Observe(ctx, e3))
+	rows, err := db.QueryContext(ctx, "SELECT seq FROM events WHERE log = 'run-1' ORDER BY seq")
+	require.NoError(t, err)
+	defer rows.Close()
+	var seqs []int
+	for rows.Next() {
+		var n int
+		require.NoError(t, rows.Scan(&n))
+		seqs = append(seqs, n)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []int{1, 2, 3}, seqs, "event 3 was acknowledged only with event 2 before it")
+}
