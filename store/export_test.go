@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // FailWrites makes the writer's connection refuse writes from now on
 // (PRAGMA query_only), the way a database that turned read-only under a
@@ -36,4 +39,19 @@ const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
 func SetHooks(queued, taken func()) (clear func()) {
 	testHookQueued, testHookTaken = queued, taken
 	return func() { testHookQueued, testHookTaken = nil, nil }
+}
+
+// CloseReadingBusyTimeout closes s as Close does, and reads busy_timeout
+// from the connection the pool hands out once the writer has stopped: the
+// writer's, returned to the pool last, which Close's release then uses.
+func CloseReadingBusyTimeout(ctx context.Context, s *Store) (ms int, err error) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	err = s.w.stop()
+	if qerr := s.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&ms); err == nil {
+		err = qerr
+	}
+	s.release()
+	return ms, errors.Join(err, s.db.Close())
 }

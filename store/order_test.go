@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,4 +90,20 @@ func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []int{1, 2, 3}, seqs, "event 3 was acknowledged only with event 2 before it")
+}
+
+// The writer's connection waits for nobody's lock while it runs; Close
+// gives it back to the pool waiting as the store was configured to, so
+// that what Close still writes (its owner row's removal) waits for another
+// process's lock instead of failing at once.
+func TestRecoveryCloseLeavesTheWritersBusyTimeout(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenConfig(ctx, store.Config{Path: dbPath(t), BusyTimeout: 1500 * time.Millisecond})
+	require.NoError(t, err)
+	l := newLog(t, "run-1", st)
+	_, err = l.Append(ctx, event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}))
+	require.NoError(t, err)
+	ms, err := store.CloseReadingBusyTimeout(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, 1500, ms)
 }

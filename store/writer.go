@@ -234,6 +234,10 @@ func (w *writer) stop() error {
 	close(w.quit)
 	<-w.exited
 	w.st.close()
+	// The pool hands the connection out next: to Close's removal of the
+	// owner row, which must wait for another process's lock as any
+	// statement of the store does. A failure costs only that wait.
+	_ = w.setBusy(context.Background(), w.busy)
 	return w.conn.Close()
 }
 
