@@ -41,6 +41,15 @@ func SetHooks(queued, taken func()) (clear func()) {
 	return func() { testHookQueued, testHookTaken = nil, nil }
 }
 
+// SetCheckpointHook sets the hook the writer's goroutine runs when it is
+// asked for a checkpoint, before it takes the writer's lock, for the stores
+// opened next. The returned func clears it; call it once those stores are
+// closed.
+func SetCheckpointHook(asked func()) (clear func()) {
+	testHookCheckpoint = asked
+	return func() { testHookCheckpoint = nil }
+}
+
 // CloseReadingBusyTimeout closes s as Close does, and reads busy_timeout
 // from the connection the pool hands out once the writer has stopped: the
 // writer's, returned to the pool last, which Close's release then uses.

@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,4 +109,44 @@ func TestRecoveryCloseLeavesTheWritersBusyTimeout(t *testing.T) {
 	ms, err := store.CloseReadingBusyTimeout(ctx, st)
 	require.NoError(t, err)
 	require.Equal(t, 1500, ms)
+}
+
+// Events that their callers commit themselves leave the checkpoint to the
+// writer's goroutine. However late the goroutine runs it, the WAL stays
+// within its bound: once a checkpoint is due, the next event waits for the
+// goroutine, which checkpoints.
+func TestK17_CheckpointsBoundTheWALOfALoneLogWhateverTheScheduling(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var asked atomic.Int32
+	clearCheckpoint := store.SetCheckpointHook(func() {
+		if asked.Add(1) == 1 {
+			<-release // the goroutine is late to its first checkpoint
+		}
+	})
+	clearQueued := store.SetHooks(free, nil)
+	path := dbPath(t)
+	st, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		free()
+		require.NoError(t, st.Close())
+		clearCheckpoint()
+		clearQueued()
+	})
+	l := newLog(t, "run-1", st)
+	big := strings.Repeat("x", 60<<10)
+	// About twice the WAL's bound in frames, one event at a time.
+	var largest int64
+	for i := range 2 * store.MaxWALBytes / len(big) {
+		_, err := l.Append(ctx, event.Record(t0, event.ToolProgress{OperationID: "op-1", CallID: "c", Message: fmt.Sprint(i, big)}))
+		require.NoError(t, err)
+		fi, err := os.Stat(path + "-wal")
+		require.NoError(t, err)
+		largest = max(largest, fi.Size())
+	}
+	require.NotZero(t, asked.Load(), "a checkpoint fell due")
+	require.LessOrEqual(t, largest, int64(store.MaxWALBytes))
 }

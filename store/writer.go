@@ -124,8 +124,8 @@ func (s *Store) hand(ctx context.Context, r *request) (done bool, err error) {
 }
 
 // Test hooks, nil outside tests: a request was queued; the goroutine took
-// one from the queue.
-var testHookQueued, testHookTaken func()
+// one from the queue; the goroutine was asked for a checkpoint.
+var testHookQueued, testHookTaken, testHookCheckpoint func()
 
 // ErrPayloadPanic is returned by Observe for an event whose payload
 // panicked while it was being encoded. The panic value is not kept: it
@@ -251,6 +251,9 @@ func (w *writer) run() {
 			}
 			w.queued(r)
 		case <-w.ckpt:
+			if testHookCheckpoint != nil {
+				testHookCheckpoint()
+			}
 			w.mu.Lock()
 			if w.policy.due() {
 				w.checkpoint()
@@ -304,6 +307,12 @@ func (w *writer) inline(r *request) bool {
 		return false
 	}
 	defer w.mu.Unlock()
+	if w.policy.due() {
+		// The checkpoint asked for has not run: leave r to the goroutine,
+		// which runs it after r's batch, so that the WAL stays bounded
+		// however late the goroutine is scheduled.
+		return false
+	}
 	err := w.begin(false)
 	if isBusy(err) {
 		return false
