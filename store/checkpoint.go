@@ -9,9 +9,8 @@ import (
 // Checkpoint policy. SQLite's automatic checkpoint runs inside the commit
 // that crosses its threshold, so the events of that commit wait for two
 // more syncs (the WAL's and the database's) before they are acknowledged.
-// The writer turns it off and checkpoints itself, on its goroutine, between
-// batches, after the batch's callers are answered (a caller that committed
-// its own event asks the goroutine to). Because nothing writes while it runs,
+// The writer turns it off and checkpoints itself, between batches, after
+// the batch's callers are answered. Because nothing writes while it runs,
 // a checkpoint that no reader holds back copies the whole WAL, and the
 // next transaction starts the WAL again from its beginning: the file stays
 // at about checkpointFrames pages under any sustained load.
@@ -81,15 +80,7 @@ func (w *writer) checkpoint() {
 	ctx := context.Background()
 	mode := "PASSIVE"
 	if c.pending >= restartFrames {
-		// RESTART waits for readers; the connection waits for nothing
-		// otherwise (writer.begin).
 		mode = "RESTART"
-		if err := w.setBusy(ctx, w.busy); err != nil {
-			c.next = c.pending + checkpointFrames
-			return
-		}
-		// A failure to reset it shows at the next begin.
-		defer func() { _ = w.setBusy(ctx, 0) }()
 	}
 	var busy, log, done int
 	err := w.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)

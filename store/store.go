@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -62,9 +61,8 @@ type Store struct {
 	owner    *owner // this open's ownership; nil when read-only
 	ownerDir string // where every owner's lock file is
 
-	mu        sync.RWMutex // held for reading while an event is handed to w
-	closed    bool
-	observing atomic.Int32 // calls of Observe in progress
+	mu     sync.RWMutex // held for reading while an event is handed to w
+	closed bool
 }
 
 // Open opens the store at path for writing, creating or migrating it, and
@@ -139,7 +137,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("store: open: %w", err)
 	}
-	s.w = &writer{conn: conn, busy: cfg.BusyTimeout}
+	s.w = &writer{conn: conn}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("store: open: %w", err)

@@ -8,13 +8,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strconv"
 	"sync"
-	"sync/atomic"
-	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -65,17 +59,9 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 		return err
 	}
 	r.time = e.Time().Format(eventlog.TimeLayout)
-	s.observing.Add(1)
-	defer s.observing.Add(-1)
-	done, err := s.hand(ctx, r)
-	if err != nil {
+	if err := s.enqueue(ctx, r); err != nil {
 		putRequest(r)
 		return notAcknowledged(e, err)
-	}
-	if done {
-		err := <-r.done
-		putRequest(r)
-		return err
 	}
 	select {
 	case err := <-r.done:
@@ -88,44 +74,33 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 	}
 }
 
-// hand gives r to the writer while holding the read lock, so that Close,
-// which takes the write lock, knows every handed event is committed or in
-// the queue. When this is the only event being observed and the writer is
-// idle, the caller commits r itself (done: r.done holds the answer
-// already); otherwise r is queued, and concurrent events share the
-// goroutine's commits.
-func (s *Store) hand(ctx context.Context, r *request) (done bool, err error) {
+// enqueue hands r to the writer while holding the read lock, so that Close,
+// which takes the write lock, knows every handed event is in the queue.
+// Only the writer's goroutine commits: a caller that waits for its answer
+// can stop waiting when its ctx ends, whatever the commit is doing (K17).
+func (s *Store) enqueue(ctx context.Context, r *request) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch {
 	case s.closed:
-		return false, ErrClosed
+		return ErrClosed
 	case s.w == nil:
-		return false, ErrReadOnly
+		return ErrReadOnly
 	}
-	if s.observing.Load() == 1 && s.w.inline(r) {
-		return true, nil
-	}
-	// Counted before it can be taken: until it is answered, no caller
-	// commits its own event (writer.inline).
-	r.queued = true
-	s.w.unanswered.Add(1)
 	select {
 	case s.w.queue <- r:
 		if testHookQueued != nil {
 			testHookQueued()
 		}
-		return false, nil
+		return nil
 	case <-ctx.Done():
-		r.queued = false
-		s.w.unanswered.Add(-1)
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// Test hooks, nil outside tests: a request was queued; the goroutine took
-// one from the queue; the goroutine was asked for a checkpoint.
-var testHookQueued, testHookTaken, testHookCheckpoint func()
+// Test hooks, nil outside tests: a request was queued; a transaction is
+// about to COMMIT, on the writer's goroutine.
+var testHookQueued, testHookCommit func()
 
 // ErrPayloadPanic is returned by Observe for an event whose payload
 // panicked while it was being encoded. The panic value is not kept: it
@@ -149,11 +124,10 @@ func notAcknowledged(e eventlog.Event, err error) error {
 
 // request is one event waiting for its commit.
 type request struct {
-	e      eventlog.Event
-	body   []byte
-	time   string     // e's time as the time column holds it
-	queued bool       // handed to the goroutine: counted in writer.unanswered
-	done   chan error // buffered: the writer never waits for the caller
+	e    eventlog.Event
+	body []byte
+	time string     // e's time as the time column holds it
+	done chan error // buffered: the writer never waits for the caller
 }
 
 var requests = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
@@ -161,7 +135,7 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 func getRequest() *request { return requests.Get().(*request) }
 
 func putRequest(r *request) {
-	r.e, r.time, r.queued = eventlog.Event{}, "", false
+	r.e, r.time = eventlog.Event{}, ""
 	if cap(r.body) > 64<<10 {
 		r.body = nil // do not keep a large buffer alive in the pool
 	}
@@ -169,35 +143,18 @@ func putRequest(r *request) {
 	requests.Put(r)
 }
 
-// writer owns the one connection that writes. A transaction runs on it
-// either on the writer's goroutine, which commits queued events in
-// batches, waits for another process's write lock and checkpoints, or, when
-// the writer is idle, on the goroutine of the caller of Observe: a handoff
-// to another goroutine and back costs two wake-ups, which on a loaded
-// machine are a fifth of a sync or more, and a log that appends one event
-// at a time would pay them at every event.
+// writer owns the one connection that writes, and the goroutine that
+// commits queued events in batches.
 type writer struct {
-	conn *sql.Conn
-	busy time.Duration // how long a queued batch waits for another process's write lock
-	st   statements
-
+	conn   *sql.Conn
+	st     statements
 	queue  chan *request
-	ckpt   chan struct{} // cap 1: a caller's commit asks the goroutine for a checkpoint
 	quit   chan struct{} // closed by stop
 	exited chan struct{} // closed when the goroutine returns
-
-	// unanswered counts the queued requests not answered yet, including
-	// one the goroutine has taken from the queue but not committed: the
-	// queue's length alone would let a caller's own commit overtake it.
-	unanswered atomic.Int32
-
-	// mu is held by whoever runs a transaction on conn; it guards the
-	// fields below.
-	mu     sync.Mutex
-	logs   logCache
+	logs   logCache      // used by the goroutine only
 	batch  []*request
 	errs   []error
-	policy checkpointer
+	policy checkpointer // used by the goroutine only
 }
 
 func (w *writer) start(ctx context.Context) error {
@@ -207,13 +164,7 @@ func (w *writer) start(ctx context.Context) error {
 	if err := w.policy.init(ctx, w.conn); err != nil {
 		return err
 	}
-	// A caller's own commit must not wait for a lock: it finds the lock
-	// taken at once and queues its event, and the goroutine waits (begin).
-	if err := w.setBusy(ctx, 0); err != nil {
-		return err
-	}
 	w.queue = make(chan *request, queueSize)
-	w.ckpt = make(chan struct{}, 1)
 	w.quit = make(chan struct{})
 	w.exited = make(chan struct{})
 	w.logs = logCache{}
@@ -229,15 +180,11 @@ func (w *writer) abandon() {
 }
 
 // stop makes the goroutine commit what is queued and return, then closes
-// the connection. The store's lock is held: no caller commits meanwhile.
+// the connection.
 func (w *writer) stop() error {
 	close(w.quit)
 	<-w.exited
 	w.st.close()
-	// The pool hands the connection out next: to Close's removal of the
-	// owner row, which must wait for another process's lock as any
-	// statement of the store does. A failure costs only that wait.
-	_ = w.setBusy(context.Background(), w.busy)
 	return w.conn.Close()
 }
 
@@ -246,19 +193,7 @@ func (w *writer) run() {
 	for {
 		select {
 		case r := <-w.queue:
-			if testHookTaken != nil {
-				testHookTaken()
-			}
 			w.queued(r)
-		case <-w.ckpt:
-			if testHookCheckpoint != nil {
-				testHookCheckpoint()
-			}
-			w.mu.Lock()
-			if w.policy.due() {
-				w.checkpoint()
-			}
-			w.mu.Unlock()
 		case <-w.quit:
 			// Close holds the store's lock: nothing more can be queued.
 			for {
@@ -273,19 +208,16 @@ func (w *writer) run() {
 	}
 }
 
-// queued commits r and whatever else is queued on the goroutine, waiting
-// for another process's write lock if it must, then checkpoints if due:
+// queued commits r and whatever else is queued, then checkpoints if due:
 // every caller of the batch is answered by then, so a checkpoint delays
 // the next batch, never an acknowledgement.
 func (w *writer) queued(r *request) {
-	w.mu.Lock()
 	batch := w.collect(r)
 	n := len(batch)
-	w.commit(batch, w.begin(true))
+	w.commit(batch)
 	if w.policy.due() {
 		w.checkpoint()
 	}
-	w.mu.Unlock()
 	if n > 1 {
 		// The callers just answered are ready to run on this thread: let
 		// them hand their next events before the next batch is taken, so
@@ -293,38 +225,6 @@ func (w *writer) queued(r *request) {
 		// between two half-full ones.
 		runtime.Gosched()
 	}
-}
-
-// inline commits r on the caller's goroutine, with whatever was queued
-// meanwhile, if the writer is idle: no queued event unanswered, no
-// transaction running, and the write lock free. An unanswered event may be
-// an earlier one of r's log whose caller stopped waiting; r must not be
-// committed before it. It reports whether it did; r.done then
-// holds r's answer. A checkpoint that falls due is left to the goroutine,
-// so that it never delays this caller's acknowledgement.
-func (w *writer) inline(r *request) bool {
-	if w.unanswered.Load() > 0 || !w.mu.TryLock() {
-		return false
-	}
-	defer w.mu.Unlock()
-	if w.policy.due() {
-		// The checkpoint asked for has not run: leave r to the goroutine,
-		// which runs it after r's batch, so that the WAL stays bounded
-		// however late the goroutine is scheduled.
-		return false
-	}
-	err := w.begin(false)
-	if isBusy(err) {
-		return false
-	}
-	w.commit(w.collect(r), err)
-	if w.policy.due() {
-		select {
-		case w.ckpt <- struct{}{}:
-		default: // asked already
-		}
-	}
-	return true
 }
 
 // collect takes r and whatever else is queued, within the batch bounds.
@@ -343,64 +243,20 @@ func (w *writer) collect(r *request) []*request {
 	return batch
 }
 
-// begin starts the transaction. The connection does not wait for another
-// process's write lock; when wait is set and the lock is taken, begin
-// waits for it as SQLite would, up to the busy timeout.
-func (w *writer) begin(wait bool) error {
-	ctx := context.Background()
-	_, err := w.st.begin.ExecContext(ctx)
-	if err == nil || !wait || !isBusy(err) {
-		return err
-	}
-	if err := w.setBusy(ctx, w.busy); err != nil {
-		return err
-	}
-	_, err = w.st.begin.ExecContext(ctx)
-	// Were the timeout left set, a caller's own commit would wait for the
-	// lock too, within the busy timeout: no worse than before.
-	_ = w.setBusy(ctx, 0)
-	return err
-}
-
-func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
-	_, err := w.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(d.Milliseconds(), 10))
-	return err
-}
-
-// isBusy reports SQLite's answer when another connection holds the lock.
-func isBusy(err error) bool {
-	if err == nil {
-		return false
-	}
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
-// commit writes batch in the transaction begin started (unless it
-// failed, with began) and answers every request. An integrity conflict
-// fails only its own event; any other failure fails the whole batch, which
-// is rolled back.
-func (w *writer) commit(batch []*request, began error) {
+// commit writes batch in one transaction and answers every request. An
+// integrity conflict fails only its own event; any other failure fails the
+// whole batch, which is rolled back.
+func (w *writer) commit(batch []*request) {
 	w.batch = batch
 	errs := w.errs[:0]
 	for range batch {
 		errs = append(errs, nil)
 	}
 	w.errs = errs
-	err := began
-	if err != nil {
-		err = fmt.Errorf("store: begin: %w", err)
-	} else {
-		err = w.write(batch, errs)
-	}
+	err := w.write(batch, errs)
 	size := 0
 	for i, r := range batch {
 		size += rowBytes(r)
-		if r.queued {
-			// Its transaction is over: a later event of its log may
-			// now be committed by its own caller.
-			w.unanswered.Add(-1)
-		}
 		if err != nil {
 			r.done <- err
 		} else {
@@ -419,11 +275,13 @@ func rowBytes(r *request) int {
 	return len(r.e.Log()) + len(r.e.Kind()) + len(r.time) + len(r.body) + 24
 }
 
-// write runs the transaction begin started, and commits it. Statements use
-// a context of their own: a caller that stops waiting does not cut a
-// commit other callers share.
+// write runs the transaction. Statements use a context of their own: a
+// caller that stops waiting does not cut a commit other callers share.
 func (w *writer) write(batch []*request, errs []error) (err error) {
 	ctx := context.Background()
+	if _, err = w.st.begin.ExecContext(ctx); err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			w.logs.reset() // what the rolled-back batch taught it is void
@@ -448,6 +306,9 @@ func (w *writer) write(batch []*request, errs []error) (err error) {
 		} else if !same {
 			errs[i] = &IntegrityError{Log: r.e.Log(), Seq: r.e.Seq(), Reason: reasonConflict}
 		}
+	}
+	if testHookCommit != nil {
+		testHookCommit()
 	}
 	if _, err = w.st.commit.ExecContext(ctx); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
