@@ -16,13 +16,17 @@ import (
 // at about checkpointFrames pages under any sustained load.
 const (
 	// checkpointFrames is how many WAL frames (pages) the writer lets
-	// accumulate before it checkpoints: SQLite's own default.
-	checkpointFrames = 1000
+	// accumulate before it checkpoints: 4 MiB of 1 KiB pages, SQLite's
+	// default WAL size for its default 4 KiB pages. A checkpoint copies
+	// each page once however often the WAL holds it, and events of many
+	// logs rewrite the same few leaves, so a larger WAL copies fewer pages
+	// per event.
+	checkpointFrames = 4000
 	// restartFrames is the bound a passive checkpoint that readers held
 	// back may let the WAL grow to; past it the writer checkpoints with
 	// RESTART, which waits for those readers (busy_timeout bounds the
 	// wait) and then lets the next transaction reuse the file.
-	restartFrames = 8 * checkpointFrames
+	restartFrames = 2 * checkpointFrames
 	// walLimit is journal_size_limit: a WAL that one large batch grew
 	// beyond it is truncated back to it when it next restarts.
 	walLimit = 2 * checkpointFrames * (pageSize + walFrameHeader)
@@ -31,8 +35,8 @@ const (
 )
 
 // checkpointer decides when the writer checkpoints. It estimates the WAL's
-// growth from the bytes committed and learns the exact size from each
-// checkpoint's answer.
+// growth from the events and bytes committed and learns the exact size
+// from each checkpoint's answer.
 type checkpointer struct {
 	pending int // frames estimated to be in the WAL since it last restarted
 	next    int // pending at which to checkpoint next
@@ -51,26 +55,35 @@ func (c *checkpointer) init(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// frames estimates the WAL frames one event of n encoded bytes adds: the
-// pages its row fills and the index page its key lands on.
-func (c *checkpointer) frames(n int) int { return n/pageSize + 2 }
+// add is told of a committed batch of events whose rows hold size bytes,
+// and estimates from above the WAL frames (pages) it added: each event's
+// key lands on its own log's leaf of the events index, the rows fill table
+// leaves (at least three quarters full, as SQLite splits a leaf it appends
+// to) and rewrite the last one, and a commit rewrites up to four pages
+// more: the file header when the file grows, and the interior pages above
+// a leaf that split (two levels of the table, one of the index).
+func (c *checkpointer) add(events, size int) {
+	c.pending += events + (size+leafFill-1)/leafFill + 1 + 4
+}
 
-// after is told of a committed batch that added about frames frames, and
-// checkpoints when the WAL has grown past the policy's threshold. A failed
-// checkpoint loses nothing (the events are in the WAL, and SQLite
-// checkpoints a WAL it finds at the next open); it is tried again after
-// the next batch.
-func (c *checkpointer) after(conn *sql.Conn, frames int) {
-	c.pending += frames
-	if c.pending < c.next {
-		return
-	}
+const leafFill = pageSize * 3 / 4
+
+// due reports whether the WAL has grown past the policy's threshold.
+func (c *checkpointer) due() bool { return c.pending >= c.next }
+
+// checkpoint runs the checkpoint the policy asks for. A failed checkpoint
+// loses nothing (the events are in the WAL, and SQLite checkpoints a WAL it
+// finds at the next open); it is tried again once the WAL has grown by
+// another threshold.
+func (w *writer) checkpoint() {
+	c := &w.policy
+	ctx := context.Background()
 	mode := "PASSIVE"
 	if c.pending >= restartFrames {
 		mode = "RESTART"
 	}
 	var busy, log, done int
-	err := conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
+	err := w.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
 	switch {
 	case err == nil && busy == 0 && done == log:
 		c.pending = 0 // the next transaction restarts the WAL

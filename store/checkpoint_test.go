@@ -16,11 +16,11 @@ import (
 )
 
 // TestK17_CheckpointsBoundTheWAL writes, from eight logs at once, about
-// ten times as many WAL frames as the bound, and checks after every round
+// four times as many WAL frames as the bound, and checks after every round
 // that the WAL file never outgrew it: the writer's checkpoints keep it
 // bounded under sustained load, and every event is still recorded.
 func TestK17_CheckpointsBoundTheWAL(t *testing.T) {
-	const logs, rounds = 8, 800
+	const logs, rounds = 8, 1200
 	path := dbPath(t)
 	st := open(t, path)
 	ls := make([]*eventlog.Log, logs)

@@ -18,12 +18,15 @@
 // transaction's commit syncs the write-ahead log before it returns. Observe
 // returns nil only after the commit that holds its event returned.
 // Concurrent events of different logs share one commit (group commit),
-// which changes nothing about when each is acknowledged. The writer
-// checkpoints the WAL itself, between commits and after their callers are
-// answered, which keeps the file near a fixed size under sustained load
-// and keeps checkpoint syncs out of every acknowledgement; a new store has
-// 1 KiB pages, so that a commit of events of many logs writes and syncs
-// little more than their rows.
+// which changes nothing about when each is acknowledged. Only the
+// writer's goroutine commits, so that a caller whose ctx ends stops waiting
+// whatever the commit is doing (a stalled sync included); the event stays
+// queued ahead of its log's next one. The writer checkpoints the WAL
+// itself, between commits and after their callers are answered, which
+// keeps the file near a fixed size under sustained load and keeps
+// checkpoint syncs out of every acknowledgement; a new store has 1 KiB
+// pages, so that a commit of events of many logs writes and syncs little
+// more than their rows.
 //
 // It knows the kernel's run event kinds (kernel/event) and reads a pair
 // timeline only as generic JSON by kind name ("pair.started", relayed run

@@ -26,3 +26,12 @@ func FailCommits(ctx context.Context, s *Store) error {
 // MaxWALBytes is the size the WAL file stays within under sustained load:
 // the checkpoint threshold plus one full batch of small events, in frames.
 const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
+
+// SetHooks sets the writer's test hooks for the stores opened next: queued
+// runs after a request was queued, committing inside every transaction,
+// just before its COMMIT, on the writer's goroutine. The returned func
+// clears them; call it once those stores are closed.
+func SetHooks(queued, committing func()) (clear func()) {
+	testHookQueued, testHookCommit = queued, committing
+	return func() { testHookQueued, testHookCommit = nil, nil }
+}

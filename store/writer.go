@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -57,6 +58,7 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 		putRequest(r)
 		return err
 	}
+	r.time = e.Time().Format(eventlog.TimeLayout)
 	if err := s.enqueue(ctx, r); err != nil {
 		putRequest(r)
 		return notAcknowledged(e, err)
@@ -74,6 +76,8 @@ func (s *Store) Observe(ctx context.Context, e eventlog.Event) error {
 
 // enqueue hands r to the writer while holding the read lock, so that Close,
 // which takes the write lock, knows every handed event is in the queue.
+// Only the writer's goroutine commits: a caller that waits for its answer
+// can stop waiting when its ctx ends, whatever the commit is doing (K17).
 func (s *Store) enqueue(ctx context.Context, r *request) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -85,11 +89,18 @@ func (s *Store) enqueue(ctx context.Context, r *request) error {
 	}
 	select {
 	case s.w.queue <- r:
+		if testHookQueued != nil {
+			testHookQueued()
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// Test hooks, nil outside tests: a request was queued; a transaction is
+// about to COMMIT, on the writer's goroutine.
+var testHookQueued, testHookCommit func()
 
 // ErrPayloadPanic is returned by Observe for an event whose payload
 // panicked while it was being encoded. The panic value is not kept: it
@@ -115,6 +126,7 @@ func notAcknowledged(e eventlog.Event, err error) error {
 type request struct {
 	e    eventlog.Event
 	body []byte
+	time string     // e's time as the time column holds it
 	done chan error // buffered: the writer never waits for the caller
 }
 
@@ -123,7 +135,7 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 func getRequest() *request { return requests.Get().(*request) }
 
 func putRequest(r *request) {
-	r.e = eventlog.Event{}
+	r.e, r.time = eventlog.Event{}, ""
 	if cap(r.body) > 64<<10 {
 		r.body = nil // do not keep a large buffer alive in the pool
 	}
@@ -142,14 +154,14 @@ type writer struct {
 	logs   logCache      // used by the goroutine only
 	batch  []*request
 	errs   []error
-	ckpt   checkpointer // used by the goroutine only
+	policy checkpointer // used by the goroutine only
 }
 
 func (w *writer) start(ctx context.Context) error {
 	if err := w.st.prepare(ctx, w.conn); err != nil {
 		return err
 	}
-	if err := w.ckpt.init(ctx, w.conn); err != nil {
+	if err := w.policy.init(ctx, w.conn); err != nil {
 		return err
 	}
 	w.queue = make(chan *request, queueSize)
@@ -181,18 +193,37 @@ func (w *writer) run() {
 	for {
 		select {
 		case r := <-w.queue:
-			w.commit(w.collect(r))
+			w.queued(r)
 		case <-w.quit:
 			// Close holds the store's lock: nothing more can be queued.
 			for {
 				select {
 				case r := <-w.queue:
-					w.commit(w.collect(r))
+					w.queued(r)
 				default:
 					return
 				}
 			}
 		}
+	}
+}
+
+// queued commits r and whatever else is queued, then checkpoints if due:
+// every caller of the batch is answered by then, so a checkpoint delays
+// the next batch, never an acknowledgement.
+func (w *writer) queued(r *request) {
+	batch := w.collect(r)
+	n := len(batch)
+	w.commit(batch)
+	if w.policy.due() {
+		w.checkpoint()
+	}
+	if n > 1 {
+		// The callers just answered are ready to run on this thread: let
+		// them hand their next events before the next batch is taken, so
+		// that concurrent logs share one sync rather than alternate
+		// between two half-full ones.
+		runtime.Gosched()
 	}
 }
 
@@ -223,9 +254,9 @@ func (w *writer) commit(batch []*request) {
 	}
 	w.errs = errs
 	err := w.write(batch, errs)
-	frames := 0
+	size := 0
 	for i, r := range batch {
-		frames += w.ckpt.frames(len(r.body))
+		size += rowBytes(r)
 		if err != nil {
 			r.done <- err
 		} else {
@@ -234,10 +265,14 @@ func (w *writer) commit(batch []*request) {
 		batch[i] = nil
 	}
 	if err == nil {
-		// Every caller of the batch is answered: a checkpoint delays the
-		// next batch, never an acknowledgement.
-		w.ckpt.after(w.conn, frames)
+		w.policy.add(len(batch), size)
 	}
+}
+
+// rowBytes is about what r's row takes in the events table: its columns
+// and SQLite's record and cell headers.
+func rowBytes(r *request) int {
+	return len(r.e.Log()) + len(r.e.Kind()) + len(r.time) + len(r.body) + 24
 }
 
 // write runs the transaction. Statements use a context of their own: a
@@ -272,6 +307,9 @@ func (w *writer) write(batch []*request, errs []error) (err error) {
 			errs[i] = &IntegrityError{Log: r.e.Log(), Seq: r.e.Seq(), Reason: reasonConflict}
 		}
 	}
+	if testHookCommit != nil {
+		testHookCommit()
+	}
 	if _, err = w.st.commit.ExecContext(ctx); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
@@ -281,8 +319,7 @@ func (w *writer) write(batch []*request, errs []error) (err error) {
 // insert adds r's row unless its log and sequence are taken, and reports
 // whether it did.
 func (w *writer) insert(ctx context.Context, r *request) (bool, error) {
-	res, err := w.st.insertEvent.ExecContext(ctx, r.e.Log(), int64(r.e.Seq()), r.e.Kind(),
-		r.e.Time().Format(eventlog.TimeLayout), r.body)
+	res, err := w.st.insertEvent.ExecContext(ctx, r.e.Log(), int64(r.e.Seq()), r.e.Kind(), r.time, r.body)
 	if err != nil {
 		return false, fmt.Errorf("store: writing event %d of log %q: %w", r.e.Seq(), r.e.Log(), err)
 	}

@@ -1,0 +1,107 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// An event whose caller stopped waiting (its ctx ended) while its commit
+// was under way is still ahead of the next event of its log: the next
+// event must not be committed, and acknowledged, before it. Were it, the
+// store would hold event n+1 without event n, and a SIGKILL then would
+// leave that gap.
+func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var queuedN, commitN atomic.Int32
+	clear := store.SetHooks(func() {
+		if queuedN.Add(1) == 3 { // event 3 is queued behind event 2
+			free()
+		}
+	}, func() {
+		if commitN.Add(1) == 2 { // hold event 2's commit
+			close(held)
+			<-release
+		}
+	})
+	path := dbPath(t)
+	st, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		free()
+		require.NoError(t, st.Close())
+		clear()
+	})
+
+	rec := &eventRecorder{}
+	l := newLog(t, "run-1", rec)
+	for _, r := range []eventlog.Record{
+		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-2", Index: 2}),
+	} {
+		_, err := l.Append(ctx, r)
+		require.NoError(t, err)
+	}
+	e1, e2, e3 := rec.events[0], rec.events[1], rec.events[2]
+	require.NoError(t, st.Observe(ctx, e1))
+
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- st.Observe(cctx, e2) }()
+	<-held
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled, "event 2 is not acknowledged")
+
+	require.NoError(t, st.Observe(ctx, e3))
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT seq FROM events WHERE log = 'run-1' ORDER BY seq")
+	require.NoError(t, err)
+	defer rows.Close()
+	var seqs []int
+	for rows.Next() {
+		var n int
+		require.NoError(t, rows.Scan(&n))
+		seqs = append(seqs, n)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []int{1, 2, 3}, seqs, "event 3 was acknowledged only with event 2 before it")
+}
+
+// One log commits one event at a time, each in a transaction of its own,
+// which rewrites more pages per event than a batch of many logs does: the
+// writer's estimate of the WAL's growth must still be from above, so that
+// it checkpoints before the WAL outgrows its bound.
+func TestK17_CheckpointsBoundTheWALOfALoneLog(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	st := open(t, path)
+	l := newLog(t, "run-1", st)
+	big := strings.Repeat("x", 60<<10)
+	// About twice the WAL's bound in frames, one event at a time.
+	var largest int64
+	for i := range 2 * store.MaxWALBytes / len(big) {
+		_, err := l.Append(ctx, event.Record(t0, event.ToolProgress{OperationID: "op-1", CallID: "c", Message: fmt.Sprint(i, big)}))
+		require.NoError(t, err)
+		fi, err := os.Stat(path + "-wal")
+		require.NoError(t, err)
+		largest = max(largest, fi.Size())
+	}
+	require.LessOrEqual(t, largest, int64(store.MaxWALBytes))
+}
