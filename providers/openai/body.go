@@ -1,10 +1,10 @@
 package openai
 
 import (
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"strconv"
 	"strings"
 
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/message"
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/tool"
@@ -184,7 +184,9 @@ func appendText(b []byte, m message.Message) []byte {
 	return append(b, '"')
 }
 
-// appendResult writes resultText(r) as a JSON string, piece by piece.
+// appendResult writes, as a JSON string, what the model reads for one tool
+// result. Chat Completions has no field for a failed call, so a problem is
+// written into the text: "error (code): message", a blank line, content.
 func appendResult(b []byte, r tool.Result) []byte {
 	pr, ok := r.Problem()
 	if !ok {
@@ -202,12 +204,6 @@ func appendResult(b []byte, r tool.Result) []byte {
 		b = appendEscaped(b, c)
 	}
 	return append(b, '"')
-}
-
-// resultText is what the model reads for one tool result. Chat Completions
-// has no field for a failed call, so a problem is written into the text.
-func resultText(r tool.Result) string {
-	return string(appendResult(nil, r)[1:])
 }
 
 // appendString writes s as a JSON string in the kernel's canonical form
