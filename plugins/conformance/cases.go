@@ -373,8 +373,9 @@ func caseDeadline(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	// The gRPC deadline is later by the cancel bound, as the host's is
-	// (PROTOCOL.md): a plugin that leaves the bound to it fails here.
+	// The gRPC deadline is later by the cancel bound, where the host cuts
+	// the stream off (PROTOCOL.md; the Go host sends no deadline): a
+	// plugin that leaves the bound to it fails here.
 	cctx, cancel := context.WithTimeout(ctx, deadlineMillis*time.Millisecond+s.cfg.CancelBound)
 	defer cancel()
 	s.calls++
