@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bytes"
 	"encoding/hex"
+	"math"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/event"
@@ -20,9 +21,12 @@ import (
 // the payload's bytes as an eventlog.Raw otherwise, so a reader can show a
 // kind it does not know.
 //
-// It is as strict as the kernel's decoder: at most eventlog.MaxEventBytes,
-// exactly the canonical form AppendJSON writes, every field within its
-// bounds. Errors are *bound.Error values that never quote the input.
+// It is as strict as the kernel's decoder about form: at most
+// eventlog.MaxEventBytes, exactly the canonical form AppendJSON writes,
+// counts from 0 to their bounds, a known reason and limit, a SHA-256. It
+// takes names and IDs as the text they are, unchecked, so that a reader
+// shows a hostile one escaped rather than refuse the line (S2). Errors
+// are *bound.Error values that never quote the input.
 // Readers of timelines (the CLI, serve, telemetry's replay) share it so
 // that the payloads are decoded in one place.
 func DecodePayload(kind string, raw []byte) (eventlog.Payload, error) {
@@ -87,6 +91,10 @@ func readHandedOff(raw []byte) (eventlog.Payload, error) {
 	if err := r.Close(); err != nil {
 		return nil, err
 	}
+	if err := firstError(count("payload.round", p.Round), count("payload.bytes", p.Bytes),
+		count("payload.answer_bytes", p.AnswerBytes)); err != nil {
+		return nil, err
+	}
 	if len(digest) != hex.EncodedLen(len(p.SHA256)) {
 		return nil, bound.Malformedf("payload.sha256", "not a SHA-256 in hex")
 	}
@@ -116,6 +124,11 @@ func readEnded(kind string, raw []byte) (eventlog.Payload, error) {
 		r.End()
 	}
 	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	if err := firstError(count("payload.rounds", p.Rounds), count("payload.runs", p.Runs),
+		count64("payload.input_tokens", p.InputTokens), count64("payload.output_tokens", p.OutputTokens),
+		count64("payload.tool_calls", p.ToolCalls)); err != nil {
 		return nil, err
 	}
 	var ok bool
@@ -185,4 +198,30 @@ func parseLimit(s string) (Limit, bool) {
 		}
 	}
 	return 0, false
+}
+
+// count and count64 hold a count to the bounds the pair writes it within,
+// as the kernel's decoder does for run events.
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func count(field string, n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return bound.Malformedf(field, "must be from 0 to 2^31-1")
+	}
+	return nil
+}
+
+func count64(field string, n int64) error {
+	if n < 0 {
+		return bound.Malformedf(field, "must not be negative")
+	}
+	return nil
 }

@@ -96,6 +96,10 @@ func TestO7_DecodePayloadRefusesWhatThePairCannotHaveWritten(t *testing.T) {
 		"a bad kernel payload":     {"run.started", `{"worker":"w","run_id":"r","run_seq":1,"payload":{"x":1}}`},
 		"not an object":            {"pair.handoff", `[]`},
 		"oversized":                {"pair.started", `{"pair_id":"` + strings.Repeat("a", eventlog.MaxEventBytes) + `"}`},
+		"a negative round":         {"pair.handoff", `{"round":-1,"from":"a","to":"b","from_run_id":"r","last_seq":1,"sha256":"` + strings.Repeat("0", 64) + `","bytes":1,"answer_bytes":1,"cut":false}`},
+		"negative bytes":           {"pair.handoff", `{"round":1,"from":"a","to":"b","from_run_id":"r","last_seq":1,"sha256":"` + strings.Repeat("0", 64) + `","bytes":-1,"answer_bytes":1,"cut":false}`},
+		"negative tokens":          {"pair.completed", strings.Replace(ended, `"input_tokens":20`, `"input_tokens":-20`, 1)},
+		"negative runs":            {"pair.completed", strings.Replace(ended, `"runs":2`, `"runs":-2`, 1)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := orchestrator.DecodePayload(c.kind, []byte(c.raw))
