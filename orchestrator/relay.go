@@ -20,7 +20,7 @@ type timeline struct {
 	cfg *settings
 	// appendCtx is the caller's context without its cancellation: pair
 	// events the pair decided to write are written even after a cancel.
-	// Only observers read it; an unobserved timeline uses Background (open).
+	// An unobserved timeline, whose appends cannot block, uses Background.
 	appendCtx context.Context
 	observed  bool // the timeline has observers, which may block
 	mem       relayMemory

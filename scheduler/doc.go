@@ -38,9 +38,9 @@
 // then forgotten before the end is seen), when a slot finds the queue
 // empty, or when a method needs it stored; Wait blocks on a per-job
 // channel that the end closes. Writers hold the scheduler's own write
-// lock, and a slot opens a memdb transaction only when it writes, so a
-// job that neither fills a buffer nor forgets others costs no transaction
-// of its own. A job's Running and terminal records are each allocated
+// lock, and a slot opens a memdb write transaction only when it writes or
+// must look for stored queued jobs, so a job that neither fills a buffer
+// nor forgets others costs no transaction of its own. A job's Running and terminal records are each allocated
 // with their run and ending. A finished job keeps its record, result and
 // pair timeline until about Config.Retain newer jobs have finished.
 //

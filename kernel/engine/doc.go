@@ -24,9 +24,10 @@
 //     run's values without its cancellation. Events the run decided to
 //     write are written with it even after a cancel, so a cancelled run
 //     still writes its terminals (K24, K26). A lease's release uses it,
-//     since a lease bounds its own release (K14). Only observers read it,
-//     so a run without them uses context.Background, which does the same
-//     there (appendContext).
+//     since a lease bounds its own release (K14). A run without observers
+//     uses context.Background instead, as before the standard-library
+//     contexts: nothing it writes can block, and its lease's release then
+//     sees none of the caller's values (appendContext).
 //   - The observer bound: a deadline of FinalizeTimeout on the append
 //     context, given to required observers with each ordinary event, so an
 //     observer may apply backpressure but cannot hold the run forever

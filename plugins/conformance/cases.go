@@ -57,7 +57,7 @@ var cases = []Case{
 	{"error/uncertain", "fail_uncertain (mutating) ends with an uncertain execution error without retry advice", caseErrorUncertain},
 	{"write/confined", "write_file writes inside the plugin's directory; a path out of it is a model-visible problem", caseWriteConfined},
 	{"cancel", "cancelling a slow call's stream stops the call within the cancel bound; the plugin still serves", caseCancel},
-	{"deadline", "slow with timeout_millis ends by then with a definitive execution error, before the host's later gRPC deadline", caseDeadline},
+	{"deadline", "slow with timeout_millis ends by then with a definitive execution error, before the host cuts the stream off a cancellation grace later", caseDeadline},
 	{"unknown-fields", "requests carrying unknown fields are served as if the fields were absent", caseUnknownFields},
 	{"oversized", "a request over the manifest's max_request_bytes is refused RESOURCE_EXHAUSTED; the plugin still serves", caseOversized},
 	{"shutdown/stdin-eof", "when stdin ends the plugin exits within the exit bound and leaves no process in its group", caseStdinEOF},

@@ -256,7 +256,11 @@ func (s *server) Execute(req *pb.ExecuteRequest, stream grpc.ServerStreamingServ
 		return err
 	}
 	if e.hold {
-		for _, r := range s.o.Faults.Responses(req, e.held) {
+		e.mu.Lock() // a tool's goroutine may still be reporting
+		held := e.held
+		e.held = nil
+		e.mu.Unlock()
+		for _, r := range s.o.Faults.Responses(req, held) {
 			if err := stream.Send(r); err != nil {
 				return err
 			}
@@ -303,7 +307,7 @@ func (s *server) execute(ctx context.Context, req *pb.ExecuteRequest, r tool.Rep
 		return out
 	}
 	if ms := req.GetTimeoutMillis(); ms > 0 && ms < uint64(24*time.Hour/time.Millisecond) {
-		// The host's own deadline is later by its cancellation grace, so
+		// The host cuts the stream off a cancellation grace later, so
 		// that the tool can report the deadline itself.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
