@@ -2,11 +2,9 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,27 +22,12 @@ import (
 // leave that gap.
 func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
 	ctx := context.Background()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	var queuedN, commitN atomic.Int32
-	clear := store.SetHooks(func() {
-		if queuedN.Add(1) == 3 { // event 3 is queued behind event 2
-			free()
+	var queued atomic.Int32
+	// Hold event 2's commit until event 3 is queued behind it.
+	st, path, h := openHoldingCommit(t, 2, func(h *commitHold) {
+		if queued.Add(1) == 3 {
+			h.free()
 		}
-	}, func() {
-		if commitN.Add(1) == 2 { // hold event 2's commit
-			close(held)
-			<-release
-		}
-	})
-	path := dbPath(t)
-	st, err := store.Open(ctx, path)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		free()
-		require.NoError(t, st.Close())
-		clear()
 	})
 
 	rec := &eventRecorder{}
@@ -63,24 +46,12 @@ func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- st.Observe(cctx, e2) }()
-	<-held
+	<-h.held
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled, "event 2 is not acknowledged")
 
 	require.NoError(t, st.Observe(ctx, e3))
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT seq FROM events WHERE log = 'run-1' ORDER BY seq")
-	require.NoError(t, err)
-	defer rows.Close()
-	var seqs []int
-	for rows.Next() {
-		var n int
-		require.NoError(t, rows.Scan(&n))
-		seqs = append(seqs, n)
-	}
-	require.NoError(t, rows.Err())
+	seqs := recordedSeqs(t, path, "run-1")
 	require.Equal(t, []int{1, 2, 3}, seqs, "event 3 was acknowledged only with event 2 before it")
 }
 

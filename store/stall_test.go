@@ -22,25 +22,8 @@ import (
 // event it held ends up recorded, in order, before the log's next event.
 func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) {
 	ctx := context.Background()
-	stalled, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	var commits atomic.Int32
-	clear := store.SetHooks(nil, func() {
-		if commits.Add(1) == 1 { // the first commit stalls until released
-			close(stalled)
-			<-release
-		}
-	})
-	path := dbPath(t)
-	st, err := store.Open(ctx, path)
-	require.NoError(t, err)
+	st, path, h := openHoldingCommit(t, 1, nil) // the first commit stalls until freed
 	errc := make(chan error, 1)
-	t.Cleanup(func() {
-		free()
-		require.NoError(t, st.Close())
-		clear()
-	})
 
 	rec := &eventRecorder{}
 	l := newLog(t, "run-1", rec)
@@ -57,7 +40,7 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 	defer cancel()
 	go func() { errc <- st.Observe(dctx, e1) }()
 	select {
-	case <-stalled:
+	case <-h.held:
 	case <-time.After(5 * time.Second):
 		t.Fatal("event 1's commit never began")
 	}
@@ -65,17 +48,64 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 	case err := <-errc:
 		require.ErrorIs(t, err, context.DeadlineExceeded, "event 1 is not acknowledged")
 	case <-time.After(5 * time.Second):
-		free()
+		h.free()
 		<-errc
 		t.Fatal("Observe did not return within 5 s of its context's end while the commit stalled")
 	}
 
-	free()
+	h.free()
 	require.NoError(t, st.Observe(ctx, e2))
+	seqs := recordedSeqs(t, path, "run-1")
+	require.Equal(t, []int{1, 2}, seqs, "the stalled commit kept event 1, before event 2")
+	require.Len(t, errc, 0, "event 1 was answered once")
+}
+
+// commitHold holds the store's commit number n, once it begins, until
+// free is called (or the test ends).
+type commitHold struct {
+	n       int32
+	commits atomic.Int32
+	held    chan struct{} // closed when commit n begins
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *commitHold) free() { h.once.Do(func() { close(h.release) }) }
+
+// openHoldingCommit opens a store at a new path whose commit n waits until
+// h.free; queued, if not nil, runs each time an event is queued for the
+// writer.
+func openHoldingCommit(t *testing.T, n int32, queued func(h *commitHold)) (*store.Store, string, *commitHold) {
+	t.Helper()
+	h := &commitHold{n: n, held: make(chan struct{}), release: make(chan struct{})}
+	var onQueued func()
+	if queued != nil {
+		onQueued = func() { queued(h) }
+	}
+	t.Cleanup(store.SetHooks(onQueued, func() {
+		if h.commits.Add(1) == h.n {
+			close(h.held)
+			<-h.release
+		}
+	}))
+	path := dbPath(t)
+	st, err := store.Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		h.free()
+		require.NoError(t, st.Close())
+	})
+	return st, path, h
+}
+
+// recordedSeqs reads, from the file at path, the sequences recorded for
+// log, in order.
+func recordedSeqs(t *testing.T, path, log string) []int {
+	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT seq FROM events WHERE log = 'run-1' ORDER BY seq")
+	rows, err := db.QueryContext(context.Background(), "SELECT seq FROM events WHERE log = ? ORDER BY seq", log)
 	require.NoError(t, err)
 	defer rows.Close()
 	var seqs []int
@@ -85,6 +115,5 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 		seqs = append(seqs, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []int{1, 2}, seqs, "the stalled commit kept event 1, before event 2")
-	require.Len(t, errc, 0, "event 1 was answered once")
+	return seqs
 }
