@@ -32,16 +32,7 @@ func FuzzRendererLine(f *testing.F) {
 		orchestrator.HandedOff{Round: 1, From: "writer", To: "reviewer", FromRunID: "pair-1/writer/run-1", LastSeq: 3, Bytes: 1, AnswerBytes: 1},
 		orchestrator.Ended{PairID: "pair-1", Reason: orchestrator.ReasonWorkerFailed, Rounds: 1, Runs: 2, Worker: "w\x1b", Problem: problem.Must("boom", "it\nbroke")},
 	} {
-		kind := "custom.thing"
-		switch p := p.(type) {
-		case interface{ Kind() string }:
-			kind = p.Kind()
-		case orchestrator.Relayed:
-			if k, ok := p.Payload().(interface{ Kind() string }); ok {
-				kind = k.Kind()
-			}
-		}
-		e, err := l.Append(context.Background(), eventlog.Record{Kind: kind, Time: t0, Payload: p})
+		e, err := l.Append(context.Background(), eventlog.Record{Kind: kindOf(p), Time: t0, Payload: p})
 		if err != nil {
 			f.Fatal(err)
 		}

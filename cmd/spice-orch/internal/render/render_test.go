@@ -28,22 +28,27 @@ func lines(t *testing.T, payloads ...eventlog.Payload) [][]byte {
 	require.NoError(t, err)
 	var out [][]byte
 	for i, p := range payloads {
-		kind := ""
-		switch p := p.(type) {
-		case interface{ Kind() string }:
-			kind = p.Kind()
-		case orchestrator.Relayed:
-			if k, ok := p.Payload().(interface{ Kind() string }); ok {
-				kind = k.Kind()
-			} else {
-				kind = "custom.thing"
-			}
-		}
-		e, err := l.Append(context.Background(), eventlog.Record{Kind: kind, Time: t0.Add(time.Duration(i) * 100 * time.Millisecond), Payload: p})
+		e, err := l.Append(context.Background(), eventlog.Record{Kind: kindOf(p), Time: t0.Add(time.Duration(i) * 100 * time.Millisecond), Payload: p})
 		require.NoError(t, err)
 		out = append(out, append(e.AppendJSON(nil), '\n'))
 	}
 	return out
+}
+
+// kindOf is the timeline kind of p: its own, its relayed payload's, or
+// "custom.thing" for a relayed payload without one (a kind this build
+// does not know).
+func kindOf(p eventlog.Payload) string {
+	switch p := p.(type) {
+	case interface{ Kind() string }:
+		return p.Kind()
+	case orchestrator.Relayed:
+		if k, ok := p.Payload().(interface{ Kind() string }); ok {
+			return k.Kind()
+		}
+		return "custom.thing"
+	}
+	return ""
 }
 
 func relay(worker string, seq uint64, p eventlog.Payload) orchestrator.Relayed {
