@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -156,6 +158,97 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// BenchmarkSQLiteFloor is what SQLite itself costs for the store's rows on
+// this machine, measured in the same run as BenchmarkFsync and
+// BenchmarkStoreObserver: a file the store made (its schema and 1 KiB
+// pages), opened with plain database/sql in WAL mode with
+// synchronous=FULL, and the writer's own statements (BEGIN IMMEDIATE, the
+// events INSERT, COMMIT) run directly on one connection by the benchmark's
+// goroutine, with no queue, no handoff between goroutines and no derived
+// tables. SQLite checkpoints by itself every 4,000 frames, the writer's
+// spacing. rows=1 commits one event per transaction, the floor under
+// StoreObserver/logs=1; rows=64 commits one event of each of 64 logs per
+// transaction, the most that StoreObserver/logs=64's logs can share, so its
+// events/s is the ceiling of that benchmark.
+func BenchmarkSQLiteFloor(b *testing.B) {
+	for _, rows := range []int{1, 64} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) { benchFloor(b, rows) })
+	}
+}
+
+func benchFloor(b *testing.B, rows int) {
+	ctx := context.Background()
+	path := filepath.Join(benchDir(b), "spice.db")
+	st, err := store.Open(ctx, path)
+	require.NoError(b, err)
+	require.NoError(b, st.Close())
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_journal_mode=WAL&_pragma=synchronous(FULL)")
+	require.NoError(b, err)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	require.NoError(b, err)
+	defer conn.Close()
+	var mode string
+	var sync int
+	require.NoError(b, conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+	require.NoError(b, conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync))
+	require.Equal(b, "wal", mode)
+	require.Equal(b, 2, sync, "synchronous=FULL")
+	_, err = conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 4000")
+	require.NoError(b, err)
+	var stmts []*sql.Stmt
+	defer func() {
+		for _, s := range stmts {
+			s.Close()
+		}
+	}()
+	prepare := func(q string) *sql.Stmt {
+		s, err := conn.PrepareContext(ctx, q)
+		require.NoError(b, err)
+		stmts = append(stmts, s)
+		return s
+	}
+	begin, commit := prepare("BEGIN IMMEDIATE"), prepare("COMMIT")
+	insert := prepare(`INSERT INTO events (log, seq, kind, time, body) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (log, seq) DO NOTHING`)
+	// The rows BenchmarkStoreObserver writes: its event's canonical bytes,
+	// with each row's own sequence.
+	logs := make([]string, rows)
+	for i := range logs {
+		logs[i] = fmt.Sprintf("run-%d", i+1)
+	}
+	p := event.ToolProgress{OperationID: "op-1", CallID: "call-1", Message: "step"}
+	l := newLog(b, "run-floor")
+	e, err := l.Append(ctx, event.Record(t0, p))
+	require.NoError(b, err)
+	prefix, suffix, ok := strings.Cut(string(e.AppendJSON(nil)), `"seq":1,`)
+	require.True(b, ok, "the envelope holds its sequence")
+	ts := t0.Format(eventlog.TimeLayout)
+	var body []byte
+	seq := int64(0)
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		seq++
+		if _, err := begin.ExecContext(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, log := range logs {
+			body = append(strconv.AppendInt(append(append(body[:0], prefix...), `"seq":`...), seq, 10), ',')
+			body = append(body, suffix...)
+			if _, err := insert.ExecContext(ctx, log, seq, e.Kind(), ts, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := commit.ExecContext(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	events := float64(b.N * rows)
+	b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/events, "cpu-µs/event")
 }
 
 func requireFull(b *testing.B, st *store.Store) {
