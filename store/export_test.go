@@ -27,11 +27,17 @@ func FailCommits(ctx context.Context, s *Store) error {
 // the checkpoint threshold plus one full batch of small events, in frames.
 const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
 
-// SetHooks sets the writer's test hooks for the stores opened next: queued
-// runs after a request was queued, committing inside every transaction,
-// just before its COMMIT, on the writer's goroutine. The returned func
-// clears them; call it once those stores are closed.
-func SetHooks(queued, committing func()) (clear func()) {
-	testHookQueued, testHookCommit = queued, committing
-	return func() { testHookQueued, testHookCommit = nil, nil }
+// Hooks are test hooks of one store's writer: Queued runs after a request
+// was queued, on the caller's goroutine; Commit runs inside every
+// transaction, just before its COMMIT, on the writer's goroutine. Either
+// may be nil.
+type Hooks struct {
+	Queued, Commit func()
+}
+
+// OpenWithHooks opens a writable store at path, as Open does, whose writer
+// runs h. The hooks are in place before the writer's goroutine starts and
+// belong to this store only, so tests that use them may run in parallel.
+func OpenWithHooks(ctx context.Context, path string, h Hooks) (*Store, error) {
+	return openConfig(ctx, Config{Path: path}, hooks{queued: h.Queued, commit: h.Commit})
 }

@@ -21,6 +21,7 @@ import (
 // store would hold event n+1 without event n, and a SIGKILL then would
 // leave that gap.
 func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
+	t.Parallel() // its hooks are its store's (store.OpenWithHooks)
 	ctx := context.Background()
 	var queued atomic.Int32
 	// Hold event 2's commit until event 3 is queued behind it.

@@ -21,6 +21,7 @@ import (
 // acknowledged" when ctx ends, the commit goes on without it, and the
 // event it held ends up recorded, in order, before the log's next event.
 func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) {
+	t.Parallel() // its hooks are its store's (store.OpenWithHooks)
 	ctx := context.Background()
 	st, path, h := openHoldingCommit(t, 1, nil) // the first commit stalls until freed
 	errc := make(chan error, 1)
@@ -60,6 +61,44 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 	require.Len(t, errc, 0, "event 1 was answered once")
 }
 
+// A store's test hooks fire for that store's events only, so tests that
+// hold or count commits can run in parallel with each other.
+func TestHooksFireOnlyForTheirStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	type counts struct{ queued, commits atomic.Int32 }
+	openCounting := func(c *counts) *store.Store {
+		st, err := store.OpenWithHooks(ctx, dbPath(t), store.Hooks{
+			Queued: func() { c.queued.Add(1) },
+			Commit: func() { c.commits.Add(1) },
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, st.Close()) })
+		return st
+	}
+	var a, b counts
+	stA, stB := openCounting(&a), openCounting(&b)
+	plain := open(t, dbPath(t))
+
+	rec := &eventRecorder{}
+	l := newLog(t, "run-1", rec)
+	for _, r := range []eventlog.Record{
+		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
+	} {
+		_, err := l.Append(ctx, r)
+		require.NoError(t, err)
+	}
+	// Each Observe waits for its commit: one event, one transaction.
+	require.NoError(t, stA.Observe(ctx, rec.events[0]))
+	for _, e := range rec.events {
+		require.NoError(t, stB.Observe(ctx, e))
+		require.NoError(t, plain.Observe(ctx, e))
+	}
+	require.Equal(t, [2]int32{1, 1}, [2]int32{a.queued.Load(), a.commits.Load()}, "store A's hooks saw A's one event")
+	require.Equal(t, [2]int32{2, 2}, [2]int32{b.queued.Load(), b.commits.Load()}, "store B's hooks saw B's two events")
+}
+
 // commitHold holds the store's commit number n, once it begins, until
 // free is called (or the test ends).
 type commitHold struct {
@@ -82,14 +121,13 @@ func openHoldingCommit(t *testing.T, n int32, queued func(h *commitHold)) (*stor
 	if queued != nil {
 		onQueued = func() { queued(h) }
 	}
-	t.Cleanup(store.SetHooks(onQueued, func() {
+	path := dbPath(t)
+	st, err := store.OpenWithHooks(context.Background(), path, store.Hooks{Queued: onQueued, Commit: func() {
 		if h.commits.Add(1) == h.n {
 			close(h.held)
 			<-h.release
 		}
-	}))
-	path := dbPath(t)
-	st, err := store.Open(context.Background(), path)
+	}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		h.free()

@@ -81,6 +81,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // gone, never one that another open is still recording. A terminal
 // recorded later still wins.
 func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
+	return openConfig(ctx, cfg, hooks{})
+}
+
+// openConfig is OpenConfig with the writer's test hooks h, which are in
+// place before the writer's goroutine starts.
+func openConfig(ctx context.Context, cfg Config, h hooks) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, bound.Missing("store.path")
 	}
@@ -97,7 +103,7 @@ func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxOpenConns(readers + 1)
 	db.SetMaxIdleConns(readers + 1)
 	s := &Store{db: db, ownerDir: ownerDir(cfg.Path)}
-	if err := s.init(ctx, cfg); err != nil {
+	if err := s.init(ctx, cfg, h); err != nil {
 		if s.w != nil {
 			s.w.abandon()
 		}
@@ -108,7 +114,7 @@ func OpenConfig(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) init(ctx context.Context, cfg Config) error {
+func (s *Store) init(ctx context.Context, cfg Config, h hooks) error {
 	if cfg.ReadOnly {
 		app, version, empty, err := header(ctx, s.db)
 		if err != nil && !hasWAL(cfg.Path) {
@@ -137,7 +143,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("store: open: %w", err)
 	}
-	s.w = &writer{conn: conn}
+	s.w = &writer{conn: conn, hooks: h}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("store: open: %w", err)

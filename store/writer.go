@@ -89,18 +89,14 @@ func (s *Store) enqueue(ctx context.Context, r *request) error {
 	}
 	select {
 	case s.w.queue <- r:
-		if testHookQueued != nil {
-			testHookQueued()
+		if s.w.hooks.queued != nil {
+			s.w.hooks.queued()
 		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
-
-// Test hooks, nil outside tests: a request was queued; a transaction is
-// about to COMMIT, on the writer's goroutine.
-var testHookQueued, testHookCommit func()
 
 // ErrPayloadPanic is returned by Observe for an event whose payload
 // panicked while it was being encoded. The panic value is not kept: it
@@ -155,6 +151,16 @@ type writer struct {
 	batch  []*request
 	errs   []error
 	policy checkpointer // used by the goroutine only
+	hooks  hooks        // set before the goroutine starts, never after
+}
+
+// hooks are a writer's test hooks, nil outside tests (export_test.go sets
+// them): queued runs after a request was queued, on the caller's
+// goroutine; commit runs inside every transaction, just before its COMMIT,
+// on the writer's goroutine. They belong to one store, so a test's hooks
+// never fire in another test's store.
+type hooks struct {
+	queued, commit func()
 }
 
 func (w *writer) start(ctx context.Context) error {
@@ -307,8 +313,8 @@ func (w *writer) write(batch []*request, errs []error) (err error) {
 			errs[i] = &IntegrityError{Log: r.e.Log(), Seq: r.e.Seq(), Reason: reasonConflict}
 		}
 	}
-	if testHookCommit != nil {
-		testHookCommit()
+	if w.hooks.commit != nil {
+		w.hooks.commit()
 	}
 	if _, err = w.st.commit.ExecContext(ctx); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
