@@ -65,6 +65,11 @@ type Faults struct {
 	Manifest func(*pb.Manifest)
 	// Responses replaces the responses of a call before they are sent.
 	Responses func(req *pb.ExecuteRequest, rs []*pb.ExecuteResponse) []*pb.ExecuteResponse
+	// NoAuth serves calls without checking their token.
+	NoAuth bool
+	// AnyProtocol serves protocol 1 whatever versions the host offers, at
+	// launch and in Describe.
+	AnyProtocol bool
 }
 
 // ErrNoSecret: stdin did not carry a valid secret line.
@@ -101,7 +106,7 @@ func Run(ctx context.Context, o Options) error {
 		return ErrNoSecret
 	}
 	vs, err := handshake.ParseVersions(o.Getenv(handshake.EnvProtocols))
-	if err != nil || !slices.Contains(vs, handshake.Version) {
+	if (err != nil || !slices.Contains(vs, handshake.Version)) && !o.Faults.AnyProtocol {
 		return ErrNoProtocol
 	}
 	dir := o.Getenv(handshake.EnvDir)
@@ -183,6 +188,9 @@ type server struct {
 }
 
 func (s *server) authorized(ctx context.Context) error {
+	if s.o.Faults.NoAuth {
+		return nil
+	}
 	v := metadata.ValueFromIncomingContext(ctx, handshake.AuthMetadata)
 	if len(v) != 1 || subtle.ConstantTimeCompare([]byte(v[0]), s.hostAuth) != 1 {
 		return status.Error(codes.Unauthenticated, "missing or wrong "+handshake.AuthMetadata)
@@ -205,7 +213,7 @@ func (s *server) streamAuth(srv any, ss grpc.ServerStream, _ *grpc.StreamServerI
 }
 
 func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.DescribeResponse, error) {
-	if !slices.Contains(req.GetHostProtocolVersions(), handshake.Version) {
+	if !slices.Contains(req.GetHostProtocolVersions(), handshake.Version) && !s.o.Faults.AnyProtocol {
 		// PROTOCOL.md: a manifest of a version the host did not offer
 		// would be one it cannot read.
 		return nil, status.Error(codes.FailedPrecondition, "no common protocol version: this plugin speaks 1")
