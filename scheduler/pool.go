@@ -28,18 +28,29 @@ func (rn *run) cancel() { rn.slot.cancel(rn) }
 // leaves nothing registered on its caller's context once it has ended.
 type jobCtx struct {
 	base context.Context
-	mu   sync.Mutex
-	ctx  context.Context // guarded by mu
-	stop context.CancelFunc
-	cur  *run // the job playing; guarded by mu
+	// newCtx makes the slot's context; nil means context.WithCancel. A
+	// test counts what the pairs leave registered on it.
+	newCtx func(context.Context) (context.Context, context.CancelFunc)
+	mu     sync.Mutex
+	ctx    context.Context // guarded by mu
+	stop   context.CancelFunc
+	cur    *run // the job playing; guarded by mu
 }
+
+// testHookJobContext, set only by tests, is the newCtx of the slots that
+// New starts.
+var testHookJobContext func(context.Context) (context.Context, context.CancelFunc)
 
 // begin makes rn the job playing, under a live context unless the
 // scheduler's has ended.
 func (c *jobCtx) begin(rn *run) {
 	c.mu.Lock()
 	if c.ctx == nil || c.ctx.Err() != nil {
-		c.ctx, c.stop = context.WithCancel(c.base)
+		if c.newCtx != nil {
+			c.ctx, c.stop = c.newCtx(c.base)
+		} else {
+			c.ctx, c.stop = context.WithCancel(c.base)
+		}
 	}
 	c.cur, rn.ctx = rn, c.ctx
 	c.mu.Unlock()
@@ -83,7 +94,7 @@ func (s *Scheduler) serve() {
 			close(s.poolDone)
 		}
 	}()
-	jc := &jobCtx{base: s.base}
+	jc := &jobCtx{base: s.base, newCtx: testHookJobContext}
 	defer jc.close()
 	var ended *record
 	for {

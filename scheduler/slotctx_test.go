@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,44 +45,54 @@ func TestO8_CancelledJobsContextEndsWithIt(t *testing.T) {
 	require.Equal(t, scheduler.Completed, wait(t, s, submit(t, s, cfg)).State)
 }
 
-// endedObserver remembers the last pair whose timeline reached its
-// terminal event.
-type endedObserver struct{ last atomic.Value }
+// endedObserver sends the ID of each pair whose timeline reaches its
+// terminal event; ended holds one per job, so a send never blocks.
+type endedObserver struct{ ended chan string }
 
 func (o *endedObserver) Observe(_ context.Context, e eventlog.Event) error {
 	if orchestrator.Terminal(e.Kind()) {
-		o.last.Store(e.Payload().(orchestrator.Ended).PairID)
+		o.ended <- e.Payload().(orchestrator.Ended).PairID
 	}
 	return nil
 }
 
 // TestO8_CancelAsTheJobEndsLeavesTheNextAlone: on a single slot, a
-// goroutine keeps cancelling the last job whose pair has ended, so that
-// some Cancels find it running and arrive as the next job starts under
-// the slot's shared context. Only the playing job's Cancel may cancel
-// that context: every job completes.
+// goroutine waits for each job's pair to end, then cancels the job until
+// the slot has ended it, so that some Cancels find the job still running
+// and arrive as the next job starts under the slot's shared context. Only
+// the playing job's Cancel may cancel that context: every job completes.
 func TestO8_CancelAsTheJobEndsLeavesTheNextAlone(t *testing.T) {
+	const jobs = 400
 	s := newScheduler(t, scheduler.Config{Pairs: 1, Queue: 1000})
-	obs := &endedObserver{}
+	obs := &endedObserver{ended: make(chan string, jobs)}
 	cfg := relay(t, cycling("Draft."), cycling("OK."))
 	cfg.Timeline.Required = []eventlog.Observer{obs}
 	stop := make(chan struct{})
 	var side errgroup.Group
 	side.Go(func() error {
 		for {
+			var j string
 			select {
+			case j = <-obs.ended:
 			case <-stop:
 				return nil
-			default:
 			}
-			if j, _ := obs.last.Load().(string); j != "" {
+			// Only while j runs may a Cancel reach the slot: the last
+			// of these may do so as the next job begins.
+			for {
 				if err := s.Cancel(j); err != nil {
 					return err
+				}
+				info, err := s.Get(j)
+				if err != nil {
+					return err
+				}
+				if info.State != scheduler.Running {
+					break
 				}
 			}
 		}
 	})
-	const jobs = 400
 	ids := make([]string, jobs)
 	for i := range ids {
 		ids[i] = submit(t, s, cfg)
