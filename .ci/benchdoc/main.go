@@ -31,12 +31,18 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "file to write")
 	flag.Parse()
 	r := io.Reader(os.Stdin)
+	// The run's time is when its output was last written, so that a table
+	// regenerated later still says when the benchmarks ran.
+	ran := time.Now()
 	if *in != "" {
 		f, err := os.Open(*in)
 		if err != nil {
 			fail(err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			ran = fi.ModTime()
+		}
 		r = f
 	}
 	res, err := parse(r)
@@ -46,7 +52,7 @@ func main() {
 	if len(res.order) == 0 {
 		fail(fmt.Errorf("no benchmark results in the input"))
 	}
-	doc := render(res, time.Now().UTC())
+	doc := render(res, ran.UTC())
 	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
 		fail(err)
 	}
