@@ -26,16 +26,8 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 	st, path, h := openHoldingCommit(t, 1, nil) // the first commit stalls until freed
 	errc := make(chan error, 1)
 
-	rec := &eventRecorder{}
-	l := newLog(t, "run-1", rec)
-	for _, r := range []eventlog.Record{
-		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
-		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
-	} {
-		_, err := l.Append(ctx, r)
-		require.NoError(t, err)
-	}
-	e1, e2 := rec.events[0], rec.events[1]
+	evs := runEvents(t)
+	e1, e2 := evs[0], evs[1]
 
 	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
@@ -80,18 +72,10 @@ func TestHooksFireOnlyForTheirStore(t *testing.T) {
 	stA, stB := openCounting(&a), openCounting(&b)
 	plain := open(t, dbPath(t))
 
-	rec := &eventRecorder{}
-	l := newLog(t, "run-1", rec)
-	for _, r := range []eventlog.Record{
-		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
-		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
-	} {
-		_, err := l.Append(ctx, r)
-		require.NoError(t, err)
-	}
+	evs := runEvents(t)
 	// Each Observe waits for its commit: one event, one transaction.
-	require.NoError(t, stA.Observe(ctx, rec.events[0]))
-	for _, e := range rec.events {
+	require.NoError(t, stA.Observe(ctx, evs[0]))
+	for _, e := range evs {
 		require.NoError(t, stB.Observe(ctx, e))
 		require.NoError(t, plain.Observe(ctx, e))
 	}
@@ -154,4 +138,20 @@ func recordedSeqs(t *testing.T, path, log string) []int {
 	}
 	require.NoError(t, rows.Err())
 	return seqs
+}
+
+// runEvents returns run-1's first two events, from a log of their own,
+// for tests that hand them to a store themselves.
+func runEvents(t *testing.T) []eventlog.Event {
+	t.Helper()
+	rec := &eventRecorder{}
+	l := newLog(t, "run-1", rec)
+	for _, r := range []eventlog.Record{
+		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
+		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
+	} {
+		_, err := l.Append(context.Background(), r)
+		require.NoError(t, err)
+	}
+	return rec.events
 }
