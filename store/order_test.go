@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/kernel/event"
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -31,17 +30,8 @@ func TestK16_ALaterEventNeverOvertakesAnUnansweredOneOfItsLog(t *testing.T) {
 		}
 	})
 
-	rec := &eventRecorder{}
-	l := newLog(t, "run-1", rec)
-	for _, r := range []eventlog.Record{
-		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
-		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
-		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-2", Index: 2}),
-	} {
-		_, err := l.Append(ctx, r)
-		require.NoError(t, err)
-	}
-	e1, e2, e3 := rec.events[0], rec.events[1], rec.events[2]
+	evs := runEvents(t, 3)
+	e1, e2, e3 := evs[0], evs[1], evs[2]
 	require.NoError(t, st.Observe(ctx, e1))
 
 	cctx, cancel := context.WithCancel(ctx)

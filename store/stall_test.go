@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -26,7 +28,7 @@ func TestK17_ObserveReturnsWhenItsContextEndsDuringAStalledCommit(t *testing.T) 
 	st, path, h := openHoldingCommit(t, 1, nil) // the first commit stalls until freed
 	errc := make(chan error, 1)
 
-	evs := runEvents(t)
+	evs := runEvents(t, 2)
 	e1, e2 := evs[0], evs[1]
 
 	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -72,7 +74,7 @@ func TestHooksFireOnlyForTheirStore(t *testing.T) {
 	stA, stB := openCounting(&a), openCounting(&b)
 	plain := open(t, dbPath(t))
 
-	evs := runEvents(t)
+	evs := runEvents(t, 2)
 	// Each Observe waits for its commit: one event, one transaction.
 	require.NoError(t, stA.Observe(ctx, evs[0]))
 	for _, e := range evs {
@@ -140,16 +142,17 @@ func recordedSeqs(t *testing.T, path, log string) []int {
 	return seqs
 }
 
-// runEvents returns run-1's first two events, from a log of their own,
-// for tests that hand them to a store themselves.
-func runEvents(t *testing.T) []eventlog.Event {
+// runEvents returns run-1's first n events (its start, then turns), from
+// a log of their own, for tests that hand them to a store themselves.
+func runEvents(t *testing.T, n int) []eventlog.Event {
 	t.Helper()
 	rec := &eventRecorder{}
 	l := newLog(t, "run-1", rec)
-	for _, r := range []eventlog.Record{
-		event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"}),
-		event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: "turn-1", Index: 1}),
-	} {
+	for i := range n {
+		r := event.Record(t0, event.RunStarted{RunID: "run-1", PlanID: "plan-1", PlanFingerprint: "ab"})
+		if i > 0 {
+			r = event.Record(t0, event.TurnStarted{RunID: "run-1", TurnID: id.Turn("turn-" + strconv.Itoa(i)), Index: i})
+		}
 		_, err := l.Append(context.Background(), r)
 		require.NoError(t, err)
 	}
