@@ -487,7 +487,7 @@ func (s *session) exited(t Target, after string) error {
 func caseStdinEOF(ctx context.Context, s *session) error {
 	t, err := s.cfg.Launcher.Launch(ctx, LaunchConfig{})
 	if err != nil {
-		return fmt.Errorf("launch: %w", err)
+		return &launchError{err}
 	}
 	defer t.Close()
 	if err := t.CloseStdin(); err != nil {

@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -32,4 +33,15 @@ func TestP8_GoFixturePassesTheWholeSuite(t *testing.T) {
 	}
 	require.Equal(t, Names(), names, "every case ran, in the suite's order")
 	require.True(t, Passed(rs))
+}
+
+// A startup error of serve.Run must end the fixture in every mode: had
+// ignore_shutdown slept after it, a refused protocol offer would read as a
+// silent start, and a row of misbehaviours would see a launch timeout.
+func TestP8_GoFixtureIgnoringShutdownExitsOnAStartupError(t *testing.T) {
+	l := goLauncher(t, "SPICE_FIXTURE_MODE=ignore_shutdown")
+	l.StartTimeout, l.StopGrace = 5*time.Second, 500*time.Millisecond
+	_, err := l.Launch(context.Background(), LaunchConfig{Protocols: "0"})
+	require.ErrorIs(t, err, ErrExited)
+	require.ErrorContains(t, err, "fixture:", "the fixture's last log line says why")
 }

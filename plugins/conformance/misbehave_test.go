@@ -4,9 +4,12 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +48,8 @@ var misbehaviours = []misbehaviour{
 
 // requireEachCaught runs, for every misbehaviour, the cases it must fail
 // against the fixture that launch returns with the switch sw picks on: a
-// suite that passes everything would pass here too.
+// suite that passes everything would pass here too, and so would one that
+// only failed to start the fixture.
 func requireEachCaught(t *testing.T, sw func(misbehaviour) string, launch func(t *testing.T, sw string) ProcessLauncher) {
 	t.Helper()
 	for _, tc := range misbehaviours {
@@ -53,15 +57,78 @@ func requireEachCaught(t *testing.T, sw func(misbehaviour) string, launch func(t
 			l := launch(t, sw(tc))
 			l.StopGrace = 500 * time.Millisecond
 			rs := runSuiteWith(t, Config{Launcher: l, Only: tc.fail, ExitBound: time.Second, CancelBound: time.Second})
-			require.Len(t, rs, len(tc.fail))
+			require.NoError(t, caught(tc, rs), "against a fixture with %s", sw(tc))
+		})
+	}
+}
+
+// caught says why the results rs of tc's cases do not show the suite
+// catching tc, or nil when they do: every case failed, saying why, with
+// the row's error if it has one, and otherwise not for want of a started
+// plugin. A fixture that dies or hangs before its handshake fails every
+// case; that failure is not the misbehaviour.
+func caught(tc misbehaviour, rs []Result) error {
+	if len(rs) != len(tc.fail) {
+		return fmt.Errorf("%d results for %d cases", len(rs), len(tc.fail))
+	}
+	for i, r := range rs {
+		switch {
+		case r.Passed:
+			return fmt.Errorf("%s passed", r.Case)
+		case r.Detail == "":
+			return fmt.Errorf("%s failed without a detail", r.Case)
+		case i == 0 && tc.err != nil && !errors.Is(r.Err, tc.err):
+			return fmt.Errorf("%s: %v, want %v", r.Case, r.Err, tc.err)
+		case (tc.err == nil || !errors.Is(r.Err, tc.err)) && launchFailed(r.Err):
+			return fmt.Errorf("%s failed to launch the plugin, not on its rule: %s", r.Case, r.Detail)
+		}
+	}
+	return nil
+}
+
+// launchFailed reports whether a case's error is a failure to start the
+// plugin or to take its handshake.
+func launchFailed(err error) bool {
+	var le *launchError
+	if errors.As(err, &le) {
+		return true
+	}
+	for _, e := range []error{ErrPath, ErrDigest, ErrExited, ErrStartTimeout, ErrHandshake, ErrProof, ErrProtocol} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestP8_ACatchNeedsAStartedPlugin judges every row's cases against a Go
+// fixture that exits before its handshake and one that hangs before it:
+// no row may count either as its misbehaviour caught.
+func TestP8_ACatchNeedsAStartedPlugin(t *testing.T) {
+	var only []string
+	for _, tc := range misbehaviours {
+		for _, c := range tc.fail {
+			if !slices.Contains(only, c) {
+				only = append(only, c)
+			}
+		}
+	}
+	for _, mode := range []string{"exit_early", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			l := goLauncher(t, "SPICE_FIXTURE_MODE="+mode)
+			l.StartTimeout, l.StopGrace = 300*time.Millisecond, 200*time.Millisecond
+			rs := runSuiteWith(t, Config{Launcher: l, Only: only, ExitBound: time.Second, CancelBound: time.Second})
+			byCase := make(map[string]Result, len(rs))
 			for _, r := range rs {
-				require.Falsef(t, r.Passed, "%s passed against a fixture with %s", r.Case, sw(tc))
-				require.NotEmpty(t, r.Detail)
+				byCase[r.Case] = r
 			}
-			if tc.err != nil {
-				require.Truef(t, errors.Is(rs[0].Err, tc.err), "%s: %v", rs[0].Case, rs[0].Err)
+			for _, tc := range misbehaviours {
+				var row []Result
+				for _, c := range tc.fail {
+					row = append(row, byCase[c])
+				}
+				assert.Errorf(t, caught(tc, row), "the row %s counts a fixture in mode %s as caught", tc.goMode, mode)
 			}
-			require.False(t, Passed(rs))
 		})
 	}
 }

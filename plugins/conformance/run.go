@@ -141,11 +141,18 @@ func (s *session) shared(ctx context.Context) (Target, error) {
 	if s.target == nil && s.launchErr == nil {
 		s.target, s.launchErr = s.cfg.Launcher.Launch(ctx, LaunchConfig{})
 		if s.launchErr != nil {
-			s.launchErr = fmt.Errorf("launch: %w", s.launchErr)
+			s.launchErr = &launchError{s.launchErr}
 		}
 	}
 	return s.target, s.launchErr
 }
+
+// launchError is a case's failure to launch the plugin at all: a verdict
+// on its start, not on the rule the case is about.
+type launchError struct{ err error }
+
+func (e *launchError) Error() string { return "launch: " + e.err.Error() }
+func (e *launchError) Unwrap() error { return e.err }
 
 // tools returns the shared launch's manifest, as kernel definitions.
 func (s *session) tools(ctx context.Context) (Target, map[string]tool.Definition, error) {
