@@ -29,17 +29,22 @@ import (
 type countedCtx struct {
 	parent context.Context
 	done   chan struct{}
-	unhook func() bool // its own registration on parent
 
-	mu    sync.Mutex
-	err   error
-	funcs map[int]func() // registered and neither stopped nor run
-	ever  int            // registrations made
+	mu     sync.Mutex
+	unhook func() bool // its own registration on parent; nil until made
+	err    error
+	funcs  map[int]func() // registered and neither stopped nor run
+	ever   int            // registrations made
 }
 
 func newCountedCtx(parent context.Context) *countedCtx {
 	c := &countedCtx{parent: parent, done: make(chan struct{}), funcs: map[int]func(){}}
-	c.unhook = context.AfterFunc(parent, c.cancel)
+	// Of an ended parent, AfterFunc runs c.cancel on a goroutine before
+	// it returns: its stop is stored, and read, under mu.
+	unhook := context.AfterFunc(parent, c.cancel)
+	c.mu.Lock()
+	c.unhook = unhook
+	c.mu.Unlock()
 	if parent.Err() != nil {
 		c.cancel() // as WithCancel of an ended parent: ended at once
 	}
@@ -88,11 +93,13 @@ func (c *countedCtx) cancel() {
 		return
 	}
 	c.err = context.Canceled
-	funcs := c.funcs
+	funcs, unhook := c.funcs, c.unhook
 	c.funcs = nil
 	close(c.done)
 	c.mu.Unlock()
-	c.unhook()
+	if unhook != nil { // nil: run by its registration, which has fired
+		unhook()
+	}
 	for _, f := range funcs {
 		f()
 	}
@@ -224,4 +231,35 @@ func TestO8_PairsLeaveNothingOnTheSharedJobContext(t *testing.T) {
 		require.Equal(t, shared, made, "a slot's context is replaced only once a job is cancelled")
 	}
 	require.Equal(t, int64(withTools), toolCalls.Load(), "one tool round per job with tools")
+}
+
+// TestCountedCtxOfAnEndedParent: a countedCtx made on an ended parent is
+// ended at once, as WithCancel's would be. Its registration on the parent
+// then runs its cancel on a goroutine of the context package, while
+// newCountedCtx still stores the registration's stop: under -race, the two
+// must not race. Several makers share the parent so that some of them
+// wait on its lock and that goroutine runs first.
+func TestCountedCtxOfAnEndedParent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	cancel()
+	const makers, each = 16, 500
+	var live atomic.Int64
+	var wg sync.WaitGroup
+	for range makers {
+		wg.Go(func() {
+			for range each {
+				c := newCountedCtx(parent)
+				select {
+				case <-c.Done():
+				default:
+					live.Add(1)
+				}
+				if c.Err() == nil {
+					live.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, live.Load(), "countedCtxs of an ended parent not ended at once")
 }
