@@ -268,3 +268,16 @@ func checkTimeline(pairID string, evs []eventlog.Event) (orchestrator.Ended, err
 	}
 	return evs[len(evs)-1].Payload().(orchestrator.Ended), nil
 }
+
+// gaugedBehindHeld returns a first job's config whose writer holds until
+// released, a config for the jobs behind it, and the gauge both report
+// their pairs to: the opening of the tests that queue jobs behind a held
+// slot and check the order they start in.
+func gaugedBehindHeld(t testing.TB) (g *pairGauge, block *held, first, rest *orchestrator.Config) {
+	g, block = &pairGauge{}, newHeld("First.")
+	first = relay(t, block, cycling("OK."))
+	rest = relay(t, cycling("Draft."), cycling("OK."))
+	first.Timeline.Required = []eventlog.Observer{g}
+	rest.Timeline.Required = []eventlog.Observer{g}
+	return g, block, first, rest
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/scheduler"
 )
 
@@ -132,12 +131,7 @@ func TestO8_DefaultIDsUnderCancelAndList(t *testing.T) {
 // submission order, and none of the cancelled ones starts.
 func TestO8_CancelledQueuedJobsArePassedOver(t *testing.T) {
 	s := newDefaultIDs(t, scheduler.Config{Pairs: 1, Queue: 400})
-	g := &pairGauge{}
-	block := newHeld("First.")
-	first := relay(t, block, cycling("OK."))
-	rest := relay(t, cycling("Draft."), cycling("OK."))
-	first.Timeline.Required = []eventlog.Observer{g}
-	rest.Timeline.Required = []eventlog.Observer{g}
+	g, block, first, rest := gaugedBehindHeld(t)
 	ids := []string{submit(t, s, first)}
 	<-block.started
 	for range 300 {

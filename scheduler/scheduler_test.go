@@ -22,12 +22,7 @@ import (
 // starts after the previous one ended.
 func TestO8_FIFOUnderConcurrencyOne(t *testing.T) {
 	s := newScheduler(t, scheduler.Config{Pairs: 1, Queue: 64, Clock: &enginetest.Clock{}})
-	g := &pairGauge{}
-	block := newHeld("First.")
-	first := relay(t, block, cycling("OK."))
-	rest := relay(t, cycling("Draft."), cycling("OK."))
-	first.Timeline.Required = []eventlog.Observer{g}
-	rest.Timeline.Required = []eventlog.Observer{g}
+	g, block, first, rest := gaugedBehindHeld(t)
 
 	ids := []string{submit(t, s, first)}
 	<-block.started // job-1 holds the only slot
