@@ -35,8 +35,11 @@ lint: fmt-check vet
 archtest:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./archtest/...
 
+## race: with Python 3.12 present, plugins-venv has made the fixture's venv,
+## so SPICE_REQUIRE_PYTHON_FIXTURE=1 makes a missing fixture a failure
+## (plain `go test ./...` skips it).
 race:
-	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
+	SPICE_REQUIRE_PYTHON_FIXTURE=$(if $(PYTHON312),1,0) $(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
 
 ## bench: the performance-table benchmarks, BENCH_COUNT runs each, then
 ## BENCHMARKS.md regenerated from that output (medians; .ci/benchdoc).
