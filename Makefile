@@ -7,11 +7,11 @@ export GOFLAGS
 TEST_TIMEOUT ?= 15m
 FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
-# The benchmarks of DESIGN.md's performance table. Packages that do not
-# have them yet simply run none.
+# The benchmarks of the performance table in docs/architecture.md.
+# Packages that do not have them yet simply run none.
 BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor
-# Issue 23: the baselines each target is a ratio to, and README's scaling
-# curves (`make scaling-plot` draws them).
+# The baselines each target is a ratio to, and the scaling curves
+# (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf
