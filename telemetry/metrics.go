@@ -68,9 +68,15 @@ func (in *instruments) chat(op *opSpan, at time.Time, errType string, input, out
 	if op.provider == "" {
 		provider = ProviderUnknown
 	}
-	attrs := make([]attribute.KeyValue, 0, 2)
+	attrs := make([]attribute.KeyValue, 0, 4)
 	if op.name != "" {
 		attrs = append(attrs, in.duration.AttrRequestModel(op.name))
+	}
+	if op.w != nil && op.w.host != "" {
+		attrs = append(attrs, in.duration.AttrServerAddress(op.w.host))
+		if op.w.port > 0 {
+			attrs = append(attrs, in.duration.AttrServerPort(op.w.port))
+		}
 	}
 	if completed {
 		in.tokens.Record(ctx, input, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, attrs...)

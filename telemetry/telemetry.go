@@ -38,13 +38,17 @@ type Config struct {
 	// MeterProvider records the metrics; nil records none.
 	MeterProvider metric.MeterProvider
 	// Providers gives each worker role its gen_ai.provider.name ("openai",
-	// "spice_orch.scripted", ...). A role without one gets no
-	// provider attribute on its spans and ProviderUnknown in metrics.
+	// "spice_orch.scripted", ...) when its provider does not say it
+	// itself (Instrument): a replay, or a provider without a
+	// ProviderName method. A role named by neither gets ProviderUnknown.
 	Providers map[string]string
-	// RecordContent adds tool results (gen_ai.tool.call.result) and each
-	// run's final answer (spice_orch.run.final_text) to the spans. Off by
-	// default: they are what a person may not want sent to a backend.
-	// Tool call arguments are not in the timeline, so never recorded.
+	// RecordContent adds tool results (gen_ai.tool.call.result), each
+	// run's final answer (spice_orch.run.final_text) and the messages of
+	// problems (a model server's error text, which can quote the prompt)
+	// to the spans; without it a failed span's status says only its
+	// error.type. Off by default: they are what a person may not want
+	// sent to a backend. Tool call arguments are not in the timeline, so
+	// never recorded.
 	RecordContent bool
 	// MaxPairs bounds the pairs drawn at once, and the pairs waiting for
 	// their pair.started after Continue. When a new pair would exceed it,
@@ -52,8 +56,9 @@ type Config struct {
 	MaxPairs int
 }
 
-// ProviderUnknown is the gen_ai.provider.name of metrics of a worker whose
-// provider Config.Providers does not name (the attribute is required there).
+// ProviderUnknown is the gen_ai.provider.name of a worker whose provider
+// neither says its name nor is named by Config.Providers: the attribute is
+// required on every span and metric that has it.
 const ProviderUnknown = "spice_orch.unknown"
 
 // Telemetry draws pair timelines as traces and metrics. It is an
@@ -74,6 +79,9 @@ type Telemetry struct {
 	order   list.List             // of *pairTrace, oldest first
 	parents map[string]*list.Element
 	waiting list.List // of parent, oldest first
+
+	workers     map[string]*worker // by pair ID and role, until the pair starts (Instrument)
+	workerOrder []string
 
 	lost     atomic.Uint64 // events that could not be drawn (Stats)
 	failures atomic.Uint64
@@ -111,6 +119,7 @@ func New(cfg Config) (*Telemetry, error) {
 		maxPairs:  cfg.MaxPairs,
 		pairs:     make(map[string]*pairTrace),
 		parents:   make(map[string]*list.Element),
+		workers:   make(map[string]*worker),
 	}
 	if cfg.TracerProvider != nil {
 		t.tracer = cfg.TracerProvider.Tracer(ScopeName)
@@ -231,7 +240,8 @@ func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 		t.evicted.Add(1)
 		old.abandonLocked(t, old.lastAt, reasonLost)
 	}
-	pt := &pairTrace{key: key, parent: t.takeParent(st.start.pairID)}
+	pt := &pairTrace{key: key, parent: t.takeParent(st.start.pairID),
+		workers: t.takeWorkersLocked(st.start.pairID, st.start.first, st.start.second)}
 	pt.el = t.order.PushBack(pt)
 	t.pairs[key] = pt
 	return pt
@@ -274,8 +284,18 @@ func (t *Telemetry) finish(key string) {
 	}
 }
 
-// providerOf returns the provider name of a role, "" when unknown.
-func (t *Telemetry) providerOf(role string) string { return t.providers[role] }
+// providerOf returns the gen_ai.provider.name of a role's worker: what
+// its provider says (Instrument), else Config.Providers, else
+// ProviderUnknown.
+func (t *Telemetry) providerOf(w *worker, role string) string {
+	if w != nil && w.provider != "" {
+		return w.provider
+	}
+	if name := t.providers[role]; name != "" {
+		return name
+	}
+	return ProviderUnknown
+}
 
 var _ eventlog.Observer = (*Telemetry)(nil)
 

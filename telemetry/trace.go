@@ -50,6 +50,7 @@ type runSpan struct {
 	ctx      context.Context
 	model    string
 	provider string
+	w        *worker // nil when the pair was not instrumented
 }
 
 // opSpan is an open chat or execute_tool span.
@@ -59,6 +60,7 @@ type opSpan struct {
 	tool     bool
 	name     string // the model, or the tool's name
 	provider string
+	w        *worker // nil when the pair was not instrumented
 }
 
 // pairTrace is the drawing of one pair. Its mutex serializes the events
@@ -67,6 +69,8 @@ type pairTrace struct {
 	key    string
 	el     *list.Element     // in Telemetry.order
 	parent trace.SpanContext // the span Continue named, if any
+	// workers is what Instrument learned of the pair's workers, by role.
+	workers map[string]*worker
 
 	mu      sync.Mutex
 	pairID  string
@@ -162,7 +166,7 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 		}
 		pt.endRun(rk, st.at, "", "", attrs)
 	case event.RunFailed:
-		pt.endRun(rk, st.at, p.Problem.Code(), p.Problem.Message(), usage(p.InputTokens, p.OutputTokens, p.Turns))
+		pt.endRun(rk, st.at, p.Problem.Code(), t.message(p.Problem), usage(p.InputTokens, p.OutputTokens, p.Turns))
 	case event.RunCancelled:
 		pt.endRun(rk, st.at, reasonCancelled, "", usage(p.InputTokens, p.OutputTokens, p.Turns))
 	case event.ModelStarted:
@@ -173,6 +177,7 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 				semconv.GenAIUsageInputTokens(int(p.InputTokens)),
 				semconv.GenAIUsageOutputTokens(int(p.OutputTokens)),
 				attribute.Int("spice_orch.model.tool_calls", p.ToolCalls))
+			op.span.SetAttributes(op.response(p.OperationID)...)
 			op.span.End(trace.WithTimestamp(zeroTime(st.at)))
 			if live {
 				t.inst.chat(op, st.at, "", p.InputTokens, p.OutputTokens, true)
@@ -180,7 +185,8 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 		}
 	case event.ModelFailed:
 		if op := pt.takeOp(rk, p.OperationID); op != nil {
-			fail(op.span, p.Problem)
+			op.response(p.OperationID)
+			t.fail(op.span, p.Problem)
 			op.span.End(trace.WithTimestamp(zeroTime(st.at)))
 			if live {
 				t.inst.chat(op, st.at, errorType(p.Problem), 0, 0, false)
@@ -188,6 +194,7 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 		}
 	case event.ModelCancelled:
 		if op := pt.takeOp(rk, p.OperationID); op != nil {
+			op.response(p.OperationID)
 			cancel(op.span)
 			op.span.End(trace.WithTimestamp(zeroTime(st.at)))
 			if live {
@@ -201,7 +208,7 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 			outcome := "ok"
 			if !p.Problem.IsZero() {
 				outcome = "problem"
-				fail(op.span, p.Problem)
+				t.fail(op.span, p.Problem)
 			}
 			op.span.SetAttributes(attribute.String("spice_orch.tool.outcome", outcome))
 			if t.content && p.Content != "" {
@@ -214,7 +221,7 @@ func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {
 		}
 	case event.ToolFailed:
 		if op := pt.takeOp(rk, p.OperationID); op != nil {
-			fail(op.span, p.Problem)
+			t.fail(op.span, p.Problem)
 			op.span.SetAttributes(attribute.String("spice_orch.tool.outcome", p.Outcome))
 			if p.Retry != "" {
 				op.span.SetAttributes(attribute.String("spice_orch.tool.retry", p.Retry))
@@ -240,7 +247,8 @@ func (pt *pairTrace) startRun(t *Telemetry, st *step, rk runKey, p event.RunStar
 	if _, open := pt.runs[rk]; open || pt.root == nil && t.tracer != nil {
 		return
 	}
-	r := &runSpan{model: p.Model, provider: t.providerOf(rk.worker)}
+	w := pt.workers[rk.worker]
+	r := &runSpan{model: p.Model, provider: t.providerOf(w, rk.worker), w: w}
 	pt.runs[rk] = r
 	if t.tracer == nil {
 		r.span = trace.SpanFromContext(pt.ctx) // non-recording
@@ -250,11 +258,11 @@ func (pt *pairTrace) startRun(t *Telemetry, st *step, rk runKey, p event.RunStar
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(rk.worker),
-		semconv.GenAIAgentID(string(rk.run)),
+		// One worker of a pair is one agent, whatever run it is in.
+		semconv.GenAIAgentID(pt.pairID + "/" + rk.worker),
 		semconv.GenAIConversationID(pt.pairID),
-	}
-	if r.provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider))
+		semconv.GenAIProviderNameKey.String(r.provider),
+		attribute.String("spice_orch.run.id", string(rk.run)),
 	}
 	if p.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(p.Model))
@@ -305,21 +313,36 @@ func (pt *pairTrace) startModel(t *Telemetry, st *step, rk runKey, p event.Model
 	if model == "" {
 		model = r.model
 	}
-	op := &opSpan{at: st.at, name: model, provider: r.provider}
+	op := &opSpan{at: st.at, name: model, provider: r.provider, w: r.w}
 	pt.ops[opKey{rk, p.OperationID}] = op
 	if t.tracer == nil || pt.root == nil {
 		op.span = trace.SpanFromContext(r.ctx)
 		return
 	}
 	name := opChat
-	attrs := make([]attribute.KeyValue, 0, 3)
-	attrs = append(attrs, semconv.GenAIOperationNameChat)
-	if r.provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider))
-	}
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs, semconv.GenAIOperationNameChat,
+		semconv.GenAIProviderNameKey.String(r.provider),
+		semconv.GenAIConversationID(pt.pairID),
+		// Every model operation of the kernel is a stream.
+		semconv.GenAIRequestStream(true))
 	if model != "" {
 		name += " " + model
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
+	}
+	if w := r.w; w != nil {
+		if w.host != "" {
+			attrs = append(attrs, semconv.ServerAddress(w.host))
+			if w.port > 0 {
+				attrs = append(attrs, semconv.ServerPort(w.port))
+			}
+		}
+		if w.hasTemp {
+			attrs = append(attrs, semconv.GenAIRequestTemperature(w.temp))
+		}
+		if w.maxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokens(int(w.maxTokens)))
+		}
 	}
 	_, op.span = t.tracer.Start(withSpanKey(r.ctx, pt.opSpanKey(rk, p.OperationID)), name,
 		trace.WithTimestamp(zeroTime(st.at)),
@@ -343,6 +366,12 @@ func (pt *pairTrace) startTool(t *Telemetry, st *step, rk runKey, p event.ToolSt
 		semconv.GenAIToolName(p.Name),
 		semconv.GenAIToolCallID(string(p.CallID)),
 		semconv.GenAIToolTypeKey.String("function"),
+		semconv.GenAIConversationID(pt.pairID),
+	}
+	if r.w != nil {
+		if d := r.w.toolDescription(p.Name); d != "" {
+			attrs = append(attrs, semconv.GenAIToolDescription(d))
+		}
 	}
 	if p.Effect != "" {
 		attrs = append(attrs, attribute.String("spice_orch.tool.effect", p.Effect))
@@ -406,8 +435,11 @@ func (pt *pairTrace) finish(t *Telemetry, st *step, live bool) {
 		attribute.String("spice_orch.pair.reason", e.reason),
 		attribute.Int("spice_orch.pair.rounds", e.rounds),
 		attribute.Int("spice_orch.pair.runs", e.runs),
-		semconv.GenAIUsageInputTokens(int(e.in)),
-		semconv.GenAIUsageOutputTokens(int(e.out)),
+		// Not gen_ai.usage.*: the runs' spans carry those, and their
+		// chat spans again; a backend summing them must not count the
+		// pair's tokens a third time.
+		attribute.Int64("spice_orch.pair.input_tokens", e.in),
+		attribute.Int64("spice_orch.pair.output_tokens", e.out),
 		attribute.Int64("spice_orch.pair.tool_calls", e.toolCalls),
 	}
 	if e.limit != "" {
@@ -475,12 +507,46 @@ func errorType(p problem.Problem) string {
 	return p.Code()
 }
 
-func fail(s trace.Span, p problem.Problem) { markError(s, errorType(p), p.Message()) }
+// fail marks a span failed with a problem.
+func (t *Telemetry) fail(s trace.Span, p problem.Problem) { markError(s, errorType(p), t.message(p)) }
+
+// message is a problem's message when content is recorded, "" otherwise:
+// a model server's error text can quote the prompt.
+func (t *Telemetry) message(p problem.Problem) string {
+	if !t.content {
+		return ""
+	}
+	return p.Message()
+}
+
+// response returns the attributes of what the operation's response said
+// of itself (Instrument), and forgets it.
+func (op *opSpan) response(opID id.Operation) []attribute.KeyValue {
+	if op.w == nil {
+		return nil
+	}
+	r, ok := op.w.takeResponse(opID)
+	if !ok {
+		return nil
+	}
+	var attrs []attribute.KeyValue
+	if r.model != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(r.model))
+	}
+	if r.id != "" {
+		attrs = append(attrs, semconv.GenAIResponseID(r.id))
+	}
+	if r.finish != "" {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(r.finish))
+	}
+	return attrs
+}
 
 func cancel(s trace.Span) { markError(s, reasonCancelled, "") }
 
 // markError sets the error status and error.type. The description is a
-// problem's message, which the kernel keeps free of secrets (K3).
+// problem's message when content is recorded (the kernel keeps it free of
+// secrets, K3, but not of prompt text), else the error type.
 func markError(s trace.Span, errType, msg string) {
 	s.SetAttributes(semconv.ErrorTypeKey.String(errType))
 	if msg == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/telemetry"
 )
 
 // TestD3_TheBuiltinReviewPairIsOneTrace draws the CLI's built-in review
@@ -25,8 +26,11 @@ import (
 // and links, and that every span is in the pair's one trace.
 func TestD3_TheBuiltinReviewPairIsOneTrace(t *testing.T) {
 	tr := newTracing(t)
-	tel := tr.telemetry(t, telemetryConfig())
-	_, res, err := play(t, context.Background(), builtinPair(t, tel))
+	// No Config.Providers: the providers name themselves.
+	tel := tr.telemetry(t, telemetry.Config{})
+	cfg := builtinPair(t, nil)
+	tel.Instrument(&cfg)
+	_, res, err := play(t, context.Background(), cfg)
 	require.NoError(t, err)
 	require.Equal(t, orchestrator.ReasonApproved, res.Reason)
 	spans := tr.exp.GetSpans()
@@ -53,11 +57,24 @@ func TestD3_TheBuiltinReviewPairIsOneTrace(t *testing.T) {
 	require.Equal(t, []string{
 		"gen_ai.operation.name=invoke_workflow", "gen_ai.conversation.id=pair-1", "gen_ai.workflow.name=review_loop",
 		"spice_orch.plan.id=plan-1", "spice_orch.pair.reason=approved", "spice_orch.pair.rounds=2",
-		"spice_orch.pair.runs=4", "gen_ai.usage.input_tokens=1860", "gen_ai.usage.output_tokens=640",
+		"spice_orch.pair.runs=4", "gen_ai.usage.input_tokens=", "gen_ai.usage.output_tokens=",
+		"spice_orch.pair.input_tokens=1860", "spice_orch.pair.output_tokens=640",
 		"spice_orch.pair.tool_calls=6", "error.type=",
 	}, attrs(root, "gen_ai.operation.name", "gen_ai.conversation.id", "gen_ai.workflow.name",
 		"spice_orch.plan.id", "spice_orch.pair.reason", "spice_orch.pair.rounds", "spice_orch.pair.runs",
-		"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "spice_orch.pair.tool_calls", "error.type"))
+		"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "spice_orch.pair.input_tokens",
+		"spice_orch.pair.output_tokens", "spice_orch.pair.tool_calls", "error.type"))
+	// Summed over every span, the tokens are counted twice (the runs and
+	// their chat operations), never a third time by the pair.
+	var sum int64
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if kv.Key == "gen_ai.usage.input_tokens" {
+				sum += kv.Value.AsInt64()
+			}
+		}
+	}
+	require.Equal(t, int64(2*1860), sum)
 	require.Equal(t, codes.Unset, root.Status.Code)
 
 	agents := append(named(spans, "invoke_agent writer"), named(spans, "invoke_agent reviewer")...)
@@ -65,30 +82,37 @@ func TestD3_TheBuiltinReviewPairIsOneTrace(t *testing.T) {
 	first := named(spans, "invoke_agent writer")[0]
 	require.Equal(t, root.SpanContext.SpanID(), first.Parent.SpanID())
 	require.Equal(t, []string{
-		"gen_ai.operation.name=invoke_agent", "gen_ai.agent.name=writer", "gen_ai.agent.id=pair-1/writer/run-1",
+		"gen_ai.operation.name=invoke_agent", "gen_ai.agent.name=writer", "gen_ai.agent.id=pair-1/writer",
+		"spice_orch.run.id=pair-1/writer/run-1",
 		"gen_ai.conversation.id=pair-1", "gen_ai.provider.name=spice_orch.scripted", "gen_ai.request.model=scripted-1",
 		"gen_ai.usage.input_tokens=340", "gen_ai.usage.output_tokens=170", "spice_orch.run.turns=2",
-	}, attrs(first, "gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.agent.id", "gen_ai.conversation.id",
-		"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-		"spice_orch.run.turns"))
+	}, attrs(first, "gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.agent.id", "spice_orch.run.id",
+		"gen_ai.conversation.id", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.usage.input_tokens",
+		"gen_ai.usage.output_tokens", "spice_orch.run.turns"))
+	// The writer's second run is the same agent.
+	require.Equal(t, "pair-1/writer", attr(named(spans, "invoke_agent writer")[1], "gen_ai.agent.id"))
+	require.Equal(t, "pair-1/writer/run-2", attr(named(spans, "invoke_agent writer")[1], "spice_orch.run.id"))
 
 	chat := named(spans, "chat scripted-1")[0]
 	require.Equal(t, trace.SpanKindClient, chat.SpanKind)
 	require.Equal(t, first.SpanContext.SpanID(), chat.Parent.SpanID())
 	require.Equal(t, []string{
 		"gen_ai.operation.name=chat", "gen_ai.provider.name=spice_orch.scripted", "gen_ai.request.model=scripted-1",
+		"gen_ai.conversation.id=pair-1", "gen_ai.request.stream=true",
 		"gen_ai.usage.input_tokens=120", "gen_ai.usage.output_tokens=80",
 	}, attrs(chat, "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model",
+		"gen_ai.conversation.id", "gen_ai.request.stream",
 		"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
 
 	write := named(spans, "execute_tool fs.write")[0]
 	require.Equal(t, first.SpanContext.SpanID(), write.Parent.SpanID())
 	require.Equal(t, []string{
 		"gen_ai.operation.name=execute_tool", "gen_ai.tool.name=fs.write", "gen_ai.tool.call.id=pair-1/writer/op-1-c1",
-		"gen_ai.tool.type=function", "spice_orch.tool.effect=mutating", "spice_orch.tool.outcome=ok",
-		"gen_ai.tool.call.result=",
+		"gen_ai.tool.type=function", "gen_ai.conversation.id=pair-1", "spice_orch.tool.effect=mutating",
+		"spice_orch.tool.outcome=ok", "gen_ai.tool.call.result=",
 	}, attrs(write, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type",
-		"spice_orch.tool.effect", "spice_orch.tool.outcome", "gen_ai.tool.call.result"))
+		"gen_ai.conversation.id", "spice_orch.tool.effect", "spice_orch.tool.outcome", "gen_ai.tool.call.result"))
+	require.NotEmpty(t, attr(write, "gen_ai.tool.description"))
 
 	// Three handoffs: events of the pair span, and links from each
 	// receiving run to the run the answer came from.
@@ -171,7 +195,10 @@ func TestD3_AFailedToolCall(t *testing.T) {
 		"error.type=disk_full",
 	}, attrs(call, "gen_ai.tool.name", "gen_ai.tool.call.id", "spice_orch.tool.effect", "spice_orch.tool.replay",
 		"spice_orch.tool.outcome", "spice_orch.tool.retry", "error.type"))
-	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "the disk is full"}, call.Status)
+	// The problem's message is content: without RecordContent the status
+	// says only the error type.
+	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "disk_full"}, call.Status)
+	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "disk_full"}, named(spans, "invoke_agent writer")[0].Status)
 	root := named(spans, "invoke_workflow relay")[0]
 	require.Equal(t, []string{"spice_orch.pair.reason=worker_failed", "spice_orch.pair.failed_worker=writer", "error.type=worker_failed"},
 		attrs(root, "spice_orch.pair.reason", "spice_orch.pair.failed_worker", "error.type"))

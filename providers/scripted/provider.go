@@ -213,3 +213,8 @@ func (s *stream) Close() error {
 	s.closed = true
 	return nil
 }
+
+// ProviderName returns "spice_orch.scripted": the name telemetry gives a
+// scripted worker (gen_ai.provider.name), a custom value in the project's
+// namespace since no GenAI system answers it.
+func (p *Provider) ProviderName() string { return "spice_orch.scripted" }
