@@ -41,3 +41,23 @@ func FuzzReplayJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadRecord feeds ReadRecord arbitrary bytes: it never panics, and
+// returns a record with a valid pair ID or an ErrMalformed error.
+func FuzzReadRecord(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"kind":"trace.recorded","time":"2026-12-01T10:00:00.000000000Z","payload":{"pair_id":"pair-1","providers":{"writer":"openai"},"parent":{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","sampled":true}}}` + "\n"))
+	f.Add([]byte(`{"seq":1,"kind":"trace.recorded","time":"2026-12-01T10:00:00.000000000Z","payload":{"pair_id":"p","providers":{}}}`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := telemetry.ReadRecord(strings.NewReader(string(b)))
+		if err != nil {
+			if !errors.Is(err, telemetry.ErrMalformed) {
+				t.Fatalf("not a typed error: %v", err)
+			}
+			return
+		}
+		if r.PairID == "" || len(r.Providers) > 2 {
+			t.Fatalf("an invalid record was accepted: %+v", r)
+		}
+	})
+}

@@ -21,10 +21,13 @@ const MaxJSONSpans = 1 << 16
 // JSONExporter writes spans as OTLP JSON (the protobuf JSON mapping of an
 // ExportTraceServiceRequest, as OTLP/HTTP with JSON bodies and the
 // collector's file exporter use): it holds the spans it is given, and
-// writes them as one line at Shutdown (or Flush), so a pair exported once is one JSON
+// writes them as one line when a root span ends (a pair's invoke_workflow
+// span, which ends after the rest of its pair, or one continuing a remote
+// parent), at Flush and at Shutdown. So a pair drawn alone is one JSON
 // document that a collector's otlpjsonfile receiver, or a backend's
-// import, can read. Spans of the same trace are written in the order they
-// ended. It is a sdktrace.SpanExporter; use it with sdktrace.WithSyncer.
+// import, can read, and a server drawing pair after pair writes each as
+// it ends. Spans of the same trace are written in the order they ended.
+// It is a sdktrace.SpanExporter; use it with sdktrace.WithSyncer.
 type JSONExporter struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -35,7 +38,7 @@ type JSONExporter struct {
 // NewJSONExporter returns an exporter writing to w.
 func NewJSONExporter(w io.Writer) *JSONExporter { return &JSONExporter{w: w} }
 
-// ExportSpans holds spans until the next flush, writing early past
+// ExportSpans holds spans until a root span ends, writing early past
 // MaxJSONSpans.
 func (x *JSONExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
 	x.mu.Lock()
@@ -43,6 +46,11 @@ func (x *JSONExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 	x.spans = append(x.spans, spans...)
 	if len(x.spans) >= MaxJSONSpans {
 		return x.writeLocked()
+	}
+	for _, s := range spans {
+		if p := s.Parent(); !p.IsValid() || p.IsRemote() {
+			return x.writeLocked()
+		}
 	}
 	return nil
 }

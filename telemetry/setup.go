@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -89,7 +92,9 @@ var ErrUnsupported = errors.New("telemetry: unsupported exporter setting")
 //
 // Spans go through a batch processor, which drops rather than waits when
 // its queue is full, and get IDGenerator's IDs. Nothing is exported until
-// the first span ends; an unreachable endpoint surfaces at Shutdown.
+// the first span ends. An export that fails is not logged: the first
+// failure is kept and Providers.Shutdown returns it, so that an
+// unreachable endpoint surfaces there, in the host's own words.
 func Setup(ctx context.Context, o SetupOptions) (*Providers, error) {
 	get := o.Getenv
 	if get == nil {
@@ -103,7 +108,8 @@ func Setup(ctx context.Context, o SetupOptions) (*Providers, error) {
 	if o.ServiceVersion != "" {
 		attrs = append(attrs, semconv.ServiceVersion(o.ServiceVersion))
 	}
-	res, err := resource.New(ctx, resource.WithSchemaURL(semconv.SchemaURL),
+	// telemetry.sdk.* are Required of every resource.
+	res, err := resource.New(ctx, resource.WithSchemaURL(semconv.SchemaURL), resource.WithTelemetrySDK(),
 		resource.WithAttributes(attrs...), resource.WithFromEnv())
 	if err != nil && res == nil {
 		return nil, err
@@ -147,7 +153,7 @@ func (p *Providers) setupTraces(ctx context.Context, o SetupOptions, get func(st
 		return unsupported("OTEL_TRACES_EXPORTER", v)
 	}
 	p.Tracer = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator()),
-		sdktrace.WithBatcher(exp))
+		sdktrace.WithBatcher(&spanFailures{SpanExporter: exp}))
 	return nil
 }
 
@@ -189,7 +195,7 @@ func (p *Providers) setupMetrics(ctx context.Context, o SetupOptions, get func(s
 		if err != nil {
 			return err
 		}
-		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&metricFailures{Exporter: exp})))
 	default:
 		return unsupported("OTEL_METRICS_EXPORTER", v)
 	}
@@ -231,4 +237,64 @@ func quoteName(v string) string {
 		return "this value"
 	}
 	return `"` + v + `"`
+}
+
+// failures keeps the first export error of an exporter and counts the
+// failed exports. The SDK's processors hand an export's error only to the
+// global error handler, a log line of its own; an exporter wrapped in it
+// reports success to them instead, and its Shutdown returns what failed.
+type failures struct {
+	mu    sync.Mutex
+	first error
+	n     int
+}
+
+func (f *failures) note(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = err
+	}
+	f.n++
+}
+
+// err returns the failures so far, nil when there were none.
+func (f *failures) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		return nil
+	}
+	return fmt.Errorf("%d exports failed, the first: %w", f.n, f.first)
+}
+
+type spanFailures struct {
+	sdktrace.SpanExporter
+	failures
+}
+
+func (x *spanFailures) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	x.note(x.SpanExporter.ExportSpans(ctx, spans))
+	return nil
+}
+
+func (x *spanFailures) Shutdown(ctx context.Context) error {
+	return errors.Join(x.SpanExporter.Shutdown(ctx), x.err())
+}
+
+type metricFailures struct {
+	sdkmetric.Exporter
+	failures
+}
+
+func (x *metricFailures) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	x.note(x.Exporter.Export(ctx, rm))
+	return nil
+}
+
+func (x *metricFailures) Shutdown(ctx context.Context) error {
+	return errors.Join(x.Exporter.Shutdown(ctx), x.err())
 }

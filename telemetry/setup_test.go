@@ -3,11 +3,14 @@ package telemetry_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -72,4 +75,65 @@ func TestD3_SetupReadsTheStandardEnvironment(t *testing.T) {
 	_, err = telemetry.Setup(ctx, telemetry.SetupOptions{Metrics: true,
 		Getenv: getenv("OTEL_TRACES_EXPORTER", "none", "OTEL_METRICS_EXPORTER", "statsd")})
 	require.ErrorIs(t, err, telemetry.ErrUnsupported)
+}
+
+// TestD3_TheResourceAndTheConsole: the resource carries the Required
+// telemetry.sdk.* attributes, and the console exporter writes a pair as
+// soon as its pair span ends, not at shutdown.
+func TestD3_TheResourceAndTheConsole(t *testing.T) {
+	ctx := context.Background()
+	var console bytes.Buffer
+	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{
+		Getenv:  getenv("OTEL_TRACES_EXPORTER", "console", "OTEL_METRICS_EXPORTER", "none"),
+		Console: &console,
+	})
+	require.NoError(t, err)
+	tel, err := telemetry.New(ps.Config())
+	require.NoError(t, err)
+	for range 2 {
+		cfg := builtinPair(t, nil)
+		tel.Instrument(&cfg)
+		_, _, err = play(t, ctx, cfg)
+		require.NoError(t, err)
+	}
+	// Play closed each timeline and waited for its observer: each pair
+	// span has ended, and each pair is a line of its own.
+	out := console.String()
+	require.Equal(t, 2, strings.Count(out, "\n"))
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		require.Equal(t, 19, strings.Count(l, `"startTimeUnixNano"`))
+		for _, key := range []string{"telemetry.sdk.name", "telemetry.sdk.language", "telemetry.sdk.version"} {
+			require.Contains(t, l, `{"key":"`+key+`","value":{"stringValue":"`)
+		}
+	}
+	require.NoError(t, ps.Shutdown(ctx))
+	require.Equal(t, out, console.String(), "nothing was held for shutdown")
+}
+
+// TestD3_AnUnreachableCollectorIsShutdownsError: an export that fails is
+// not handed to the SDK's global error handler (its own log line); the
+// first failure is what Shutdown returns.
+func TestD3_AnUnreachableCollectorIsShutdownsError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")
+	var handled atomic.Int32
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) { handled.Add(1) }))
+	defer otel.SetErrorHandler(prev)
+
+	ctx := context.Background()
+	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{Getenv: getenv("OTEL_METRICS_EXPORTER", "none")})
+	require.NoError(t, err)
+	tel, err := telemetry.New(ps.Config())
+	require.NoError(t, err)
+	_, _, err = play(t, ctx, builtinPair(t, tel))
+	require.NoError(t, err)
+	err = ps.Shutdown(ctx)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "exports failed, the first:")
+	require.Zero(t, handled.Load())
 }
