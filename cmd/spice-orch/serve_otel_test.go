@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestD3_ServeOTelSendsEachPairAndFlushesWhenItStops runs the binary's
@@ -91,6 +92,18 @@ func TestD3_ServeOTelSendsEachPairAndFlushesWhenItStops(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, roots)
+
+	// Exported again from the store, without --provider: the same spans,
+	// in the caller's trace, below the caller's span.
+	pairID := strings.TrimPrefix(loc, "/v1/pairs/")
+	x := spiceOrch(t, env(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+c.srv.URL), "runs", "export-trace", pairID,
+		"--store", filepath.Join(dir, "runs.db"))
+	require.Equal(t, 0, x.code, x.stderr)
+	replayed := c.take()
+	require.Len(t, replayed, len(spans))
+	for i := range spans {
+		require.True(t, proto.Equal(withoutLiveOnly(spans[i]), replayed[i]), "span %s differs", spans[i].Name)
+	}
 }
 
 // syncBuffer is a child's stderr that the test may read while it runs.

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/spice-orch/spice-orch/store"
 	"github.com/spice-orch/spice-orch/telemetry"
@@ -37,12 +36,17 @@ OpenTelemetry environment says:
 
 With --out FILE, the trace is written to FILE as one line of OTLP JSON.
 
-The store does not record which provider each worker used: give
---provider ROLE=NAME for each (as 'run' knew them from the spec:
-spice_orch.scripted for scripted workers, openai for OpenAI ones) to get
-the gen_ai.provider.name attributes of the live trace.`,
-		Example: `  spice-orch runs export-trace pair-20261130-015500-1a2b3c4d \
-      --provider writer=spice_orch.scripted --provider reviewer=spice_orch.scripted
+Beside the pair, the store holds its trace record: the provider each
+worker used (gen_ai.provider.name) and, for a pair 'serve --otel' ran for a
+request with a traceparent, the span it continued; the export is drawn in
+that same trace, below that span. --provider ROLE=NAME overrides a role's
+provider name, for a pair recorded before the store kept them.
+
+What each response said of itself (gen_ai.response.*), the server's
+address and the tool descriptions are not recorded: only the live trace
+has them.`,
+		Example: `  spice-orch runs export-trace pair-20261130-015500-1a2b3c4d
+  spice-orch runs export-trace pair-20261130-015500-1a2b3c4d --provider writer=openai
   spice-orch runs export-trace pair-20261130-015500-1a2b3c4d --out trace.json
   OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 spice-orch runs export-trace pair-...`,
 		Args:              cobra.ExactArgs(1),
@@ -76,13 +80,24 @@ func exportTrace(ctx context.Context, env Env, st *store.Store, pairID, out stri
 	if err := st.ReplayJSON(ctx, &lines, pairID); err != nil {
 		return notFoundOr(pairID, err)
 	}
-	if out != "" {
-		return exportTraceFile(ctx, &lines, out, providers)
-	}
-	o, err := startOTel(ctx, env, false, providers)
+	rec, err := readRecord(ctx, st, pairID)
 	if err != nil {
 		return err
 	}
+	for role, name := range providers {
+		if rec.Providers == nil {
+			rec.Providers = make(map[string]string, len(providers))
+		}
+		rec.Providers[role] = name
+	}
+	if out != "" {
+		return exportTraceFile(ctx, env, &lines, out, rec)
+	}
+	o, err := startOTel(ctx, env, false, rec.Providers)
+	if err != nil {
+		return err
+	}
+	o.tel.ContinueRecord(ctx, rec)
 	if o.providers.Tracer == nil {
 		o.shutdown(env.Stderr)
 		return usageErr(errors.New("traces are off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing to export"))
@@ -100,18 +115,50 @@ func exportTrace(ctx context.Context, env Env, st *store.Store, pairID, out stri
 	return nil
 }
 
-// exportTraceFile writes the trace as OTLP JSON, replacing path only once
-// the whole trace is written.
-func exportTraceFile(ctx context.Context, lines *bytes.Buffer, path string, providers map[string]string) error {
+// readRecord reads the pair's trace record; a pair recorded without one
+// has the zero Record.
+func readRecord(ctx context.Context, st *store.Store, pairID string) (telemetry.Record, error) {
+	var b bytes.Buffer
+	switch err := st.ReplayJSON(ctx, &b, telemetry.RecordLog(pairID)); {
+	case errors.Is(err, store.ErrNotFound):
+		return telemetry.Record{PairID: pairID}, nil
+	case err != nil:
+		return telemetry.Record{}, failed(err)
+	}
+	rec, err := telemetry.ReadRecord(&b)
+	if err != nil {
+		return telemetry.Record{}, failed(fmt.Errorf("the pair's trace record: %w", err))
+	}
+	return rec, nil
+}
+
+// exportTraceFile writes the trace as OTLP JSON, with the resource 'run
+// --otel' gives it, replacing path only once the whole trace is written.
+func exportTraceFile(ctx context.Context, env Env, lines *bytes.Buffer, path string, rec telemetry.Record) error {
 	var buf bytes.Buffer
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(telemetry.NewJSONExporter(&buf)),
-		sdktrace.WithIDGenerator(telemetry.IDGenerator()))
-	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp, Providers: providers})
+	getenv := func(k string) string {
+		switch k {
+		case "OTEL_TRACES_EXPORTER":
+			return "console"
+		case "OTEL_SDK_DISABLED":
+			return ""
+		}
+		return env.Getenv(k)
+	}
+	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{Getenv: getenv, ServiceVersion: version(), Console: &buf})
 	if err != nil {
 		return usageErr(err)
 	}
+	cfg := ps.Config()
+	cfg.Providers = rec.Providers
+	tel, err := telemetry.New(cfg)
+	if err != nil {
+		_ = ps.Shutdown(ctx)
+		return usageErr(err)
+	}
+	tel.ContinueRecord(ctx, rec)
 	rerr := tel.ReplayJSON(ctx, lines)
-	if err := tp.Shutdown(context.Background()); err != nil {
+	if err := ps.Shutdown(context.Background()); err != nil {
 		return failed(err)
 	}
 	if rerr != nil {

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/telemetry"
@@ -86,13 +89,22 @@ func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]
 }
 
 // observe adds the session to a pair's timeline as a best-effort
-// observer: it never blocks or fails the pair.
-func (o *otelSession) observe(cfg *orchestrator.Config) { observeOTel(cfg, o.tel) }
+// observer, and lets it read what the workers' providers say of
+// themselves: it never blocks or fails the pair.
+func (o *otelSession) observe(cfg *orchestrator.Config) { o.tel.Instrument(cfg) }
 
-// observeOTel adds tel to a pair's timeline as a best-effort observer.
-func observeOTel(cfg *orchestrator.Config, tel *telemetry.Telemetry) {
-	cfg.Timeline.BestEffort = append(cfg.Timeline.BestEffort, tel)
-	cfg.Timeline.Mailbox = max(cfg.Timeline.Mailbox, telemetry.Mailbox)
+// writeRecord writes the pair's trace record (its workers' provider names
+// and the span it continues, if any) to the store beside its timeline, for
+// 'runs export-trace' to draw the trace it drew live. A store that refuses
+// it is said on stderr; the pair runs all the same.
+func writeRecord(ctx context.Context, stderr io.Writer, st eventlog.Observer, cfg *orchestrator.Config, parent trace.SpanContext) {
+	if st == nil {
+		return
+	}
+	rec := telemetry.Record{PairID: cfg.ID, Providers: telemetry.ProviderNames(cfg), Parent: parent}
+	if err := telemetry.WriteRecord(ctx, st, rec, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "spice-orch: the store refused the pair's trace record: %s\n", oneLine(err.Error()))
+	}
 }
 
 // shutdown flushes what is buffered, within otelShutdownTimeout, and says

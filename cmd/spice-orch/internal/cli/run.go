@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
@@ -197,6 +198,10 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		if err := plugins.flush(ctx); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
 		}
+	}
+	if st != nil {
+		// Straight to the store: the record is not an event of the pair.
+		writeRecord(ctx, env.Stderr, st, &built.Config, trace.SpanContext{})
 	}
 	if f.otel {
 		o, err := startOTel(ctx, env, true, providerNames(s))

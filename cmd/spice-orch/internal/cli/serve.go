@@ -164,7 +164,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if hooks.store != nil {
 		rec = hooks.store(st)
 	}
-	b := &builder{st: rec, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
+	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
 		otel: tel, built: hooks.built}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,

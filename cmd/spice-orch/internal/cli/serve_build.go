@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
@@ -24,6 +28,7 @@ import (
 // unless the operator allowed it, nor point a worker at another server.
 type builder struct {
 	st          eventlog.Observer // the store
+	record      eventlog.Observer // the store itself, for the pairs' trace records
 	getenv      func(string) string
 	pace        time.Duration
 	allowOpenAI bool
@@ -96,6 +101,11 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		}
 		return server.Built{}, err
 	}
+	var parent trace.SpanContext
+	if b.otel != nil {
+		parent = trace.SpanContextFromContext(ctx)
+	}
+	writeRecord(ctx, io.Discard, b.record, &p.Config, parent)
 	closeFn := p.Close
 	if b.otel != nil {
 		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))
@@ -128,10 +138,16 @@ func lineOf(body []byte, field string) int {
 
 // pacer is a required timeline observer that holds an all-scripted pair
 // for d after each event, so that a person can watch it play. It gives up
-// early when the pair's context ends.
+// early when the pair's context ends. It holds nothing inside a model
+// operation or a tool call (after their start and their progress), so
+// that their spans and durations measure the operation, not the pacing.
 type pacer time.Duration
 
 func (p pacer) Observe(ctx context.Context, e eventlog.Event) error {
+	switch e.Kind() {
+	case event.KindModelStarted, event.KindModelTextDelta, event.KindToolStarted, event.KindToolProgress:
+		return nil
+	}
 	t := time.NewTimer(time.Duration(p))
 	defer t.Stop()
 	select {

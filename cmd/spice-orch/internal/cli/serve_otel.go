@@ -87,7 +87,7 @@ func (o *serveOTel) pair(ctx context.Context, cfg *orchestrator.Config, provider
 		return nil, err
 	}
 	tel.Continue(ctx, cfg.ID)
-	observeOTel(cfg, tel)
+	tel.Instrument(cfg)
 	return func() {
 		st := tel.Stats()
 		o.undrawn.Add(st.Lost + st.Failures)
