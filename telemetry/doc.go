@@ -7,15 +7,21 @@
 // A pair's trace is drawn from its timeline events alone:
 //
 //	invoke_workflow {pattern}          the pair (gen_ai.conversation.id = pair ID)
-//	├── invoke_agent {role}            one per worker run (gen_ai.agent.id = run ID)
+//	├── invoke_agent {role}            one per worker run (gen_ai.agent.id =
+//	│   │                              pair ID/role, one agent per worker)
 //	│   ├── chat {model}               one per model operation (kind CLIENT)
 //	│   └── execute_tool {name}        one per tool call
 //	└── ...                            each handoff: an event on the pair span,
 //	                                   and a link from the next run to the last
 //
 // Span times are the events' own times and span IDs derive from the pair
-// and run IDs (IDGenerator), so a pair replayed from a store (Replay,
-// ReplayJSON) draws the same trace as it did live.
+// and run IDs (IDGenerator), so a pair replayed from a store (ReplayJSON)
+// draws the same trace as it did live. What the timeline does not say is
+// read beside it: Instrument wraps a pair's providers to read what they
+// say of themselves and of each response (provider name, server, request
+// parameters, response ID, model and finish reason, tool descriptions),
+// and a Record, kept beside the timeline, gives a replay the provider
+// names and the span the pair continued.
 //
 // The Observer is a best-effort observer of pair timelines (K17, D3): the
 // timeline hands it events through a bounded mailbox, so it can never
