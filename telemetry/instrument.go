@@ -209,6 +209,9 @@ type instrumented struct {
 	w *worker
 }
 
+// ProviderName keeps the wrapped provider's name readable (ProviderNames).
+func (p *instrumented) ProviderName() string { return p.w.provider }
+
 func (p *instrumented) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	func() {
 		defer func() { _ = recover() }()
