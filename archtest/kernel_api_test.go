@@ -18,9 +18,10 @@ var update = flag.Bool("update", false, "rewrite testdata/kernel_api.golden from
 const kernelAPIGolden = "testdata/kernel_api.golden"
 
 // TestKernelAPI pins the kernel's exported API and its event kinds: every
-// exported type, function, method, struct field, interface method,
-// constant and variable of every non-test file under kernel/, package-
-// qualified, plus every run event kind. Work above the kernel (workers,
+// exported type (with its underlying type), function and method (with its
+// signature), struct field (with its type), interface method, constant
+// (with its type and value) and variable (with its type) of every non-test
+// file under kernel/, package-qualified, plus every run event kind. Work above the kernel (workers,
 // handoff, orchestrator, scheduler) must not need the kernel to grow; a
 // change here is a kernel change and is made deliberately:
 //

@@ -17,12 +17,6 @@ import (
 // The two parts whose packages landed after the suite: the runtime tool
 // (plugins/host) and the alternate client (server).
 
-// FixturePlugin and PanicPlugin are the plugins the proof builds.
-const (
-	FixturePlugin = "plugins/fixtures/goplugin"
-	PanicPlugin   = "proof/acceptance/internal/panicplugin"
-)
-
 // pluginBuild is the go command that builds a plugin, and the
 // environment it adds.
 var (
@@ -46,47 +40,91 @@ func removeBuilds() {
 	}
 }
 
-// buildPlugin builds the main package pkg (relative to the module root)
+// buildPlugin is buildPluginErr that fails t.
+func buildPlugin(t *testing.T, pkg string) (path, digest string) {
+	t.Helper()
+	path, digest, err := buildPluginErr(t, pkg)
+	require.NoError(t, err)
+	return path, digest
+}
+
+// buildPluginErr builds the main package pkg (relative to the module root)
 // and returns its path and SHA-256. The build is reproducible (no cgo, no
 // paths, no VCS stamp), so the digest the ledger pins is the same on every
 // clone with the same toolchain and module versions.
-func buildPlugin(t *testing.T, pkg string) (path, digest string) {
+func buildPluginErr(t *testing.T, pkg string) (path, digest string, err error) {
 	t.Helper()
 	builds.Lock()
 	defer builds.Unlock()
 	if b, ok := builds.done[pkg]; ok {
-		return b[0], b[1]
+		return b[0], b[1], nil
 	}
 	if builds.dir == "" {
 		dir, err := os.MkdirTemp("", "proof-plugins-")
-		require.NoError(t, err)
+		if err != nil {
+			return "", "", err
+		}
 		builds.dir, builds.done = dir, make(map[string][2]string)
 	}
 	goCmd, err := GoCommand()
-	require.NoError(t, err)
+	if err != nil {
+		return "", "", err
+	}
 	path = filepath.Join(builds.dir, filepath.Base(pkg))
 	cmd := exec.Command(goCmd, append(append([]string{}, pluginBuild...), "-o", path, "./"+pkg)...)
 	cmd.Dir = moduleRoot(t)
 	cmd.Env = append(os.Environ(), pluginEnv...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build %s: %s", pkg, out)
-	digest, err = host.Digest(path)
-	require.NoError(t, err)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+	}
+	if digest, err = host.Digest(path); err != nil {
+		return "", "", err
+	}
 	builds.done[pkg] = [2]string{path, digest}
-	return path, digest
+	return path, digest, nil
 }
 
 // runtimePart is a runtime-tool part over the plugin built from pkg.
 func runtimePart(t *testing.T, pkg, name string) *RuntimeToolPart {
 	t.Helper()
-	path, digest := buildPlugin(t, pkg)
-	call, err := LoadTranscript("ollama_runtime_call.http")
+	rt, err := runtimePartErr(t, pkg, name)
 	require.NoError(t, err)
+	return rt
+}
+
+func runtimePartErr(t *testing.T, pkg, name string) (*RuntimeToolPart, error) {
+	t.Helper()
+	path, digest, err := buildPluginErr(t, pkg)
+	if err != nil {
+		return nil, err
+	}
+	return pinnedPart(path, digest, name)
+}
+
+func pinnedPart(path, digest, name string) (*RuntimeToolPart, error) {
+	call, err := LoadTranscript("ollama_runtime_call.http")
+	if err != nil {
+		return nil, err
+	}
 	return &RuntimeToolPart{
 		Plugins:      []host.Config{{Path: path, SHA256: digest, Name: name}},
 		Tools:        []string{"echo"},
 		ReviewerCall: call,
+	}, nil
+}
+
+// exitingPluginPart is a runtime-tool part whose plugin, pinned like any
+// other, exits before its handshake (the -fault=plugin-exits injection).
+func exitingPluginPart(t *testing.T) (*RuntimeToolPart, error) {
+	path := filepath.Join(t.TempDir(), "exits")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		return nil, err
 	}
+	digest, err := host.Digest(path)
+	if err != nil {
+		return nil, err
+	}
+	return pinnedPart(path, digest, "exits")
 }
 
 // runtimeToolPart is the runtime-tool part: the Go fixture plugin, built

@@ -5,14 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -21,41 +21,83 @@ import (
 const (
 	ResultPass     = "pass"
 	ResultFail     = "FAIL"
-	ResultNotYet   = "not yet proven"
-	ledgerDate     = "- Date: "
-	ledgerCommit   = "- Commit: "
+	ResultNotRun   = "not run"
+	ledgerTree     = "- Tree: "
 	ledgerTitle    = "# Boundary proof ledger"
 	LedgerPath     = "proof/LEDGER.md"
 	maxLedgerBytes = 1 << 20
+	// maxCell bounds the evidence of one row.
+	maxCell = 1200
+)
+
+// FixturePlugin and PanicPlugin are the plugins the proof builds.
+const (
+	FixturePlugin = "plugins/fixtures/goplugin"
+	PanicPlugin   = "proof/acceptance/internal/panicplugin"
 )
 
 // PartResult is one row of the ledger.
 type PartResult struct {
 	Part     string
-	Test     string // the test that proves it, or the extension point awaited
+	Test     string // the test that proves it
 	Result   string
 	Evidence string
 }
 
-// Counts are the test counts of the module the ledger records.
-type Counts struct {
-	Tests, Fuzz, Benchmarks         int // every TestXxx, FuzzXxx, BenchmarkXxx of the module
-	Cancel, Panic, Snapshot, Race   int // tests whose names say they test that
-	CancelPoints, PanicPoints, Runs int // this suite's injections and pair plays
+// Row is the ledger row of a check: its evidence when err is nil, else
+// FAIL and the check's own failure.
+func Row(part, test, evidence string, err error) PartResult {
+	if err != nil {
+		return PartResult{Part: part, Test: test, Result: ResultFail, Evidence: "failed: " + cell(err.Error())}
+	}
+	return PartResult{Part: part, Test: test, Result: ResultPass, Evidence: evidence}
+}
+
+// cell makes s one Markdown table cell: one line, no column break,
+// bounded.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " / ")), " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > maxCell {
+		s = strings.ToValidUTF8(s[:maxCell], "") + " …"
+	}
+	return s
+}
+
+// Outcomes are what this suite's injections and plays came to.
+type Outcomes struct {
+	Plays int
+	// Cancelled counts, of the cancellation points, the pairs that ended
+	// cancelled, and Decided those whose approval was already decided;
+	// CancelPoints is how many were played.
+	CancelPoints, Cancelled, Decided int
+	// Panics were injected; Contained ended worker_failed as required.
+	Panics, Contained int
+}
+
+// Tree ties the ledger to the files it was measured on.
+type Tree struct {
+	Digest   string
+	Files    int
+	Platform string // GOOS/GOARCH, which selects the files
 }
 
 // Ledger is what `make proof` writes to proof/LEDGER.md.
 type Ledger struct {
-	Date, Commit, GoVersion string
-	RaceDetector            bool
-	Parts                   []PartResult
-	Extensions              []string // "name: what it awaits"
-	Modules                 []string // "path version"
-	Transcripts             []string // "name sha256"
-	Kernel                  KernelReport
-	Counts                  Counts
+	Tree         Tree
+	GoVersion    string
+	RaceDetector bool
+	Parts        []PartResult
+	// Stopped says why the suite stopped before every part ran, or is "".
+	Stopped     string
+	Modules     []string // "path version"
+	Transcripts []string // "name sha256"
+	Kernel      KernelReport
+	Outcomes    Outcomes
 	// Plugin is the runtime-tool part's fixture, when it ran.
 	Plugin *PluginRecord
+	// Trip is the snapshot round trip, when it passed.
+	Trip *Trip
 }
 
 // PluginRecord is the plugin fixture the runtime-tool part ran: its
@@ -66,21 +108,85 @@ type PluginRecord struct {
 	Timeline       []string
 }
 
-// Render writes the ledger. Everything but the date and commit lines is a
-// function of the tree and the suite's results, so two runs on one tree
-// render the same bytes apart from those two lines.
+// Evidence names the acceptance evidence of RFC 0001 and the parts whose
+// passing rows prove each; an item with no part is never proven here.
+var Evidence = []struct {
+	Item  string
+	Parts []string
+	Note  string // why it is not proven when it has no part
+}{
+	{"real provider", []string{PartProvider}, ""},
+	{"compiled tool", []string{PartTool}, ""},
+	{"runtime tool", []string{PartRuntime}, ""},
+	{"required persistence observer", []string{PartObserver}, ""},
+	{"alternate client", []string{PartClient}, ""},
+	{"two-worker extension", []string{PartTwoWorker}, ""},
+	{"dependency scans", []string{PartKernel}, ""},
+	{"race tests", nil, ""},
+	{"cancellation and panic tests", []string{PartCancel, PartPanic}, ""},
+	{"snapshot round trips", []string{PartSnapshot}, ""},
+	{"generated DI source", nil, "no part of this proof covers it: the module wires the pair with plain constructors, and there is no generated wiring to retain"},
+}
+
+// NotProven lists the acceptance evidence the ledger's rows do not prove:
+// an item whose parts did not all pass (or did not run), race tests when
+// the suite ran without the race detector or any part failed, and items no
+// part covers.
+func (l Ledger) NotProven() []string {
+	res := make(map[string]string)
+	allPass := len(l.Parts) > 0
+	for _, r := range l.Parts {
+		res[r.Part] = r.Result
+		allPass = allPass && r.Result == ResultPass
+	}
+	var out []string
+	for _, e := range Evidence {
+		switch {
+		case e.Item == "race tests":
+			if !l.RaceDetector {
+				out = append(out, e.Item+": the suite ran without the race detector")
+			} else if !allPass {
+				out = append(out, e.Item+": not every part passed under the race detector")
+			}
+		case len(e.Parts) == 0:
+			out = append(out, e.Item+": "+e.Note)
+		default:
+			var bad []string
+			for _, p := range e.Parts {
+				if r := res[p]; r != ResultPass {
+					if r == "" {
+						r = ResultNotRun
+					}
+					bad = append(bad, p+" "+r)
+				}
+			}
+			if len(bad) > 0 {
+				out = append(out, e.Item+": "+strings.Join(bad, ", "))
+			}
+		}
+	}
+	return out
+}
+
+// Render writes the ledger. It is a function of the tree and the suite's
+// results only, so two runs on one tree render the same bytes.
 func (l Ledger) Render() []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("%s", ledgerTitle)
 	p("")
 	p("Written by `make proof` from what `proof/acceptance` measured (RFC 0001,")
-	p("\"Acceptance evidence\"); do not edit by hand. `TestBoundaryProof` fails when")
-	p("this file is stale for the tree, comparing every line but the date and commit.")
+	p("\"Acceptance evidence\"), also when the suite fails; do not edit by hand.")
+	p("The tree line is the SHA-256 of `sha256sum` lines (digest, two spaces,")
+	p("path, sorted by path) of every file the proof compiles, embeds or reads;")
+	p("`TestLedgerTree` recomputes it, and `TestBoundaryProof` fails when any")
+	p("line of this file differs from what it measured.")
 	p("")
-	p("%s%s", ledgerDate, l.Date)
-	p("%s%s", ledgerCommit, l.Commit)
+	p("%s%s, %d files (%s)", ledgerTree, l.Tree.Digest, l.Tree.Files, l.Tree.Platform)
 	p("- Go: %s, race detector: %s", l.GoVersion, onOff(l.RaceDetector))
+	if l.Stopped != "" {
+		p("- The suite stopped early: %s", cell(l.Stopped))
+	}
 	p("")
 	p("## Parts")
 	p("")
@@ -92,10 +198,11 @@ func (l Ledger) Render() []byte {
 	p("")
 	p("## Extension points not yet proven")
 	p("")
-	if len(l.Extensions) == 0 {
-		p("None.")
+	np := l.NotProven()
+	if len(np) == 0 {
+		p("None: every item of the acceptance evidence has a passing row.")
 	}
-	for _, e := range l.Extensions {
+	for _, e := range np {
 		p("- %s", e)
 	}
 	p("")
@@ -112,14 +219,18 @@ func (l Ledger) Render() []byte {
 		}
 		p("")
 	}
+	if tr := l.Trip; tr != nil {
+		p("## Snapshot round trip")
+		p("")
+		p("- Run %s: the pair's writer (its definition, its provider over loopback HTTP, its transcripts and tools, a SQLite store of its own) playing its first run alone, suspended after turn %d at event %d; its snapshot, %d bytes, decodes and encodes to the same bytes.", tr.RunID, tr.Turns, tr.SuspendedAt, tr.SnapshotBytes)
+		p("- Resumed in a fresh engine and finished: its %d events in the store equal the uninterrupted run's byte for byte.", tr.Events)
+		p("")
+	}
 	p("## Dependency scan")
 	p("")
-	p("- Kernel API: %d entries, equal to `%s` (SHA-256 %s) and to the proof's baseline.", l.Kernel.APIEntries, GoldenPath, l.Kernel.GoldenSHA)
-	p("- Kernel dependencies outside the standard library (`go list -deps ./kernel/...`): %d, all kernel packages:", len(l.Kernel.Deps))
-	for _, d := range l.Kernel.Deps {
-		p("  - %s", d)
+	for _, s := range l.Kernel.Sentences() {
+		p("%s", s)
 	}
-	p("- Forbidden words in kernel identifiers, strings and declaration comments (%s): %d found.", strings.Join(l.Kernel.Words, ", "), l.Kernel.Violations)
 	p("")
 	p("## Real dependencies (`go list -m`)")
 	p("")
@@ -127,18 +238,20 @@ func (l Ledger) Render() []byte {
 		p("- %s", m)
 	}
 	p("")
-	p("## Recorded transcripts (SHA-256)")
+	p("## Model server transcripts (SHA-256)")
+	p("")
+	p("Written for the proof in each server's wire format (`proof/acceptance/testdata/README.md`).")
 	p("")
 	for _, t := range l.Transcripts {
 		p("- %s", t)
 	}
 	p("")
-	p("## Test counts")
+	p("## Outcomes of this suite")
 	p("")
-	c := l.Counts
-	p("- Module: %d tests, %d fuzz targets, %d benchmarks; `make test` runs every test with `-race -shuffle=on`.", c.Tests, c.Fuzz, c.Benchmarks)
-	p("- Named for cancellation: %d; for panics: %d; for snapshots: %d; for races: %d.", c.Cancel, c.Panic, c.Snapshot, c.Race)
-	p("- This suite: %d pair plays, a cancellation at each of %d timeline boundaries, %d panic injections (provider, compiled tool and plugin tool).", c.Runs, c.CancelPoints, c.PanicPoints)
+	o := l.Outcomes
+	p("- Pair plays: %d.", o.Plays)
+	p("- Cancellation: %d timeline boundaries played; %d pairs ended cancelled, %d had already decided their approval, %d ended otherwise.", o.CancelPoints, o.Cancelled, o.Decided, o.CancelPoints-o.Cancelled-o.Decided)
+	p("- Panics: %d injected (provider, compiled tool, plugin tool); %d contained (pair.failed worker_failed, no panic text in any event).", o.Panics, o.Contained)
 	return b.Bytes()
 }
 
@@ -149,21 +262,18 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// StaleLines compares a committed ledger with a fresh one, ignoring the
-// date and commit lines, and returns the lines that differ ("-" committed,
-// "+" fresh), or nil when the committed one is current.
+// StaleLines compares a committed ledger with a fresh one and returns the
+// lines that differ ("-" committed, "+" fresh), or nil when the committed
+// one is current.
 func StaleLines(committed, fresh []byte) []string {
-	keep := func(b []byte) []string {
+	split := func(b []byte) []string {
 		var out []string
 		for l := range strings.Lines(string(b)) {
-			l = strings.TrimRight(l, "\n")
-			if !strings.HasPrefix(l, ledgerDate) && !strings.HasPrefix(l, ledgerCommit) {
-				out = append(out, l)
-			}
+			out = append(out, strings.TrimRight(l, "\n"))
 		}
 		return out
 	}
-	a, b := keep(committed), keep(fresh)
+	a, b := split(committed), split(fresh)
 	if slices.Equal(a, b) {
 		return nil
 	}
@@ -183,60 +293,81 @@ func StaleLines(committed, fresh []byte) []string {
 	return out
 }
 
-// CountTests counts the test, fuzz and benchmark functions of every
-// _test.go file under root (testdata excluded), and those whose names say
-// they test cancellation, panics, snapshots or races.
-func CountTests(root string) (Counts, error) {
-	var c Counts
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// LedgerTreeLine returns the tree line's digest of a ledger, or "".
+func LedgerTreeLine(ledger []byte) string {
+	for l := range strings.Lines(string(ledger)) {
+		if rest, ok := strings.CutPrefix(l, ledgerTree); ok {
+			d, _, _ := strings.Cut(rest, ",")
+			return d
 		}
-		if d.IsDir() {
-			if n := d.Name(); n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".") && path != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, n := range funcNames(f) {
-			switch {
-			case isTestName(n, "Test") && n != "TestMain":
-				c.Tests++
-				c.Cancel += has(n, "Cancel")
-				c.Panic += has(n, "Panic")
-				c.Snapshot += has(n, "Snapshot")
-				c.Race += has(n, "Race")
-			case isTestName(n, "Fuzz"):
-				c.Fuzz++
-			case isTestName(n, "Benchmark"):
-				c.Benchmarks++
-			}
-		}
-		return nil
-	})
-	return c, err
-}
-
-func has(name, word string) int {
-	if strings.Contains(name, word) {
-		return 1
 	}
-	return 0
+	return ""
 }
 
-// isTestName is the go tool's rule: prefix, then nothing or a
-// non-lower-case letter.
-func isTestName(name, prefix string) bool {
-	rest, ok := strings.CutPrefix(name, prefix)
-	return ok && (rest == "" || !(rest[0] >= 'a' && rest[0] <= 'z'))
+// TreeDigest digests the files of the module at root that the proof
+// compiles, embeds or reads: every file go list names for the packages it
+// builds (the suite with its tests, the plugins it builds) and their
+// module dependencies, every file under kernel/ (the word check reads
+// test files too), archtest's golden file, go.mod and go.sum. The digest
+// is the SHA-256 of `sha256sum` lines sorted by path.
+func TreeDigest(ctx context.Context, goCmd, root string) (Tree, error) {
+	return treeDigest(ctx, goCmd, root, "./proof/acceptance", "./"+FixturePlugin, "./"+PanicPlugin)
+}
+
+func treeDigest(ctx context.Context, goCmd, root string, pkgs ...string) (Tree, error) {
+	// One line per file: the package's import path, its directory and
+	// the file. The test main package of a test build is generated in the
+	// build cache and left out.
+	each := func(list string) string {
+		return `{{range .` + list + `}}{{$p}}{{"\t"}}{{$d}}{{"\t"}}{{.}}{{"\n"}}{{end}}`
+	}
+	tmpl := `{{if .Module}}{{if .Module.Main}}{{$p := .ImportPath}}{{$d := .Dir}}` +
+		each("GoFiles") + each("CgoFiles") + each("EmbedFiles") + each("TestGoFiles") + each("XTestGoFiles") + each("TestEmbedFiles") +
+		`{{end}}{{end}}`
+	out, err := run(ctx, root, goCmd, append([]string{"list", "-deps", "-test", "-f", tmpl}, pkgs...)...)
+	if err != nil {
+		return Tree{}, err
+	}
+	files := map[string]bool{"go.mod": true, "go.sum": true, GoldenPath: true}
+	for _, l := range lines(out) {
+		pkg, rest, _ := strings.Cut(l, "\t")
+		dir, file, _ := strings.Cut(rest, "\t")
+		if strings.HasSuffix(pkg, ".test") || filepath.IsAbs(file) {
+			continue
+		}
+		rel, err := filepath.Rel(root, filepath.Join(dir, file))
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return Tree{}, fmt.Errorf("%s is outside the module: %v", filepath.Join(dir, file), err)
+		}
+		files[filepath.ToSlash(rel)] = true
+	}
+	err = filepath.WalkDir(filepath.Join(root, "kernel"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		files[filepath.ToSlash(rel)] = true
+		return err
+	})
+	if err != nil {
+		return Tree{}, err
+	}
+	names := slices.Sorted(maps.Keys(files))
+	h := sha256.New()
+	count := 0
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(n)))
+		if errors.Is(err, fs.ErrNotExist) && (n == "go.sum" || n == GoldenPath) {
+			continue
+		}
+		if err != nil {
+			return Tree{}, err
+		}
+		count++
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(h, "%s  %s\n", hex.EncodeToString(sum[:]), n)
+	}
+	return Tree{Digest: hex.EncodeToString(h.Sum(nil)), Files: count, Platform: runtime.GOOS + "/" + runtime.GOARCH}, nil
 }
 
 // TranscriptDigests names every embedded transcript with its SHA-256.
@@ -271,15 +402,6 @@ func ModuleVersions(ctx context.Context, goCmd, root string) ([]string, error) {
 	return lines(out), nil
 }
 
-// Commit returns the commit of the tree at root, or "unknown" outside git.
-func Commit(ctx context.Context, root string) string {
-	out, err := run(ctx, root, "git", "rev-parse", "HEAD")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(out)
-}
-
 func run(ctx context.Context, dir, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -290,16 +412,4 @@ func run(ctx context.Context, dir, name string, args ...string) (string, error) 
 		return "", fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return stdout.String(), nil
-}
-
-// funcNames returns the names of the top-level functions (not methods) f
-// declares.
-func funcNames(f *ast.File) []string {
-	var out []string
-	for _, d := range f.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
-			out = append(out, fd.Name.Name)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -44,6 +45,11 @@ const (
 	// WriterKey is the writer's API key; it must appear in no recorded
 	// byte.
 	WriterKey = "sk-proof-SECRET-4b1f9c"
+	// The workers' system prompts and models.
+	WriterSystem   = "You write short poems to files with fs.write, then say what you wrote."
+	ReviewerSystem = "You review the poem. Answer APPROVED on a line of its own when it is good."
+	WriterModel    = "gpt-4o-mini"
+	ReviewerModel  = "llama3.1:8b"
 )
 
 // Config is one play of the pair. Dir is required; the rest injects
@@ -60,6 +66,9 @@ type Config struct {
 	Provider func(role string, p model.Provider) model.Provider
 	// Tool wraps each compiled tool (a panic injection).
 	Tool func(t tool.Tool) tool.Tool
+	// Transport wraps the HTTP transport of each worker's provider (a
+	// fault on the wire).
+	Transport func(role string, rt http.RoundTripper) http.RoundTripper
 	// Timeline are further required observers of the timeline, after the
 	// store (a cancellation injection).
 	Timeline []eventlog.Observer
@@ -134,7 +143,14 @@ type Played struct {
 	// Requests are the model servers' requests, writer's then reviewer's;
 	// WantRequests how many transcripts each had to play.
 	Requests, WantRequests [2]int
-	Paths                  [2][]string
+	// Received are the requests each server received, Transcripts what it
+	// had to play and Expect what it required of every request.
+	Received    [2][]Received
+	Transcripts [2][]Transcript
+	Expect      [2]Expect
+	// Tools are the definitions of the plan the pair leased, in name
+	// order, as the pair's plan source handed them out.
+	Tools []tool.Definition
 	// Usage is what the last chunk of each transcript played reported,
 	// in the order the pair's requests arrived.
 	Usage [][2]int
@@ -255,7 +271,8 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 		rt = append([]Transcript{cfg.Runtime.ReviewerCall}, rt...)
 	}
 	var order atomic.Int64
-	writerSrv, reviewerSrv := NewModelServer(&order, wt...), NewModelServer(&order, rt...)
+	writerSrv := NewModelServer(&order, Expect{Name: "the writer's model server", Model: WriterModel, Authorization: "Bearer " + WriterKey}, wt...)
+	reviewerSrv := NewModelServer(&order, Expect{Name: "the reviewer's model server", Model: ReviewerModel}, rt...)
 	defer writerSrv.Close()
 	defer reviewerSrv.Close()
 
@@ -277,6 +294,8 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 	if err != nil {
 		return out, err
 	}
+	leased := &leaseRecorder{Source: plans}
+	plans = leased
 	if rsrc != nil {
 		// After the pair has ended (deferred calls run last in, first out).
 		defer func() {
@@ -285,13 +304,11 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 		}()
 	}
 	clock := &enginetest.Clock{}
-	writer, err := worker(cfg, out.Acked, clock, "writer", "gpt-4o-mini",
-		"You write short poems to files with fs.write, then say what you wrote.", WriterKey, writerSrv)
+	writer, err := worker(cfg, out.Acked, clock, "writer", WriterModel, WriterSystem, WriterKey, writerSrv)
 	if err != nil {
 		return out, err
 	}
-	reviewer, err := worker(cfg, out.Acked, clock, "reviewer", "llama3.1:8b",
-		"You review the poem. Answer APPROVED on a line of its own when it is good.", "", reviewerSrv)
+	reviewer, err := worker(cfg, out.Acked, clock, "reviewer", ReviewerModel, ReviewerSystem, "", reviewerSrv)
 	if err != nil {
 		return out, err
 	}
@@ -338,9 +355,12 @@ func Play(ctx context.Context, cfg Config) (*Played, error) {
 			out.ClientTimeline, out.ClientErr = cfg.Client.Timeline(context.WithoutCancel(ctx))
 		}
 	}
-	out.Paths = [2][]string{writerSrv.Requests(), reviewerSrv.Requests()}
-	out.Requests = [2]int{len(out.Paths[0]), len(out.Paths[1])}
+	out.Received = [2][]Received{writerSrv.Received(), reviewerSrv.Received()}
+	out.Transcripts = [2][]Transcript{wt, rt}
+	out.Expect = [2]Expect{writerSrv.Expect(), reviewerSrv.Expect()}
+	out.Requests = [2]int{len(out.Received[0]), len(out.Received[1])}
 	out.WantRequests = [2]int{len(wt), len(rt)}
+	out.Tools = leased.definitions(out.Plan.ID)
 	served := append(writerSrv.Served(), reviewerSrv.Served()...)
 	slices.SortFunc(served, func(a, b Served) int { return int(a.Order - b.Order) })
 	for _, s := range served {
@@ -394,6 +414,50 @@ func (s *subscriber) wait() {
 	}
 }
 
+// leaseRecorder is the pair's plan source as the proof sees it: it keeps
+// the definitions of every plan it leased out, the tools each model
+// request must offer.
+type leaseRecorder struct {
+	plan.Source
+
+	mu   sync.Mutex
+	defs map[plan.ID][]tool.Definition
+}
+
+func (r *leaseRecorder) record(l *plan.Lease) {
+	p := l.Plan()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.defs == nil {
+		r.defs = make(map[plan.ID][]tool.Definition)
+	}
+	if _, ok := r.defs[p.ID()]; !ok {
+		r.defs[p.ID()] = slices.Collect(p.Definitions())
+	}
+}
+
+func (r *leaseRecorder) Lease(ctx context.Context) (*plan.Lease, error) {
+	l, err := r.Source.Lease(ctx)
+	if err == nil {
+		r.record(l)
+	}
+	return l, err
+}
+
+func (r *leaseRecorder) LeaseExact(ctx context.Context, id plan.ID) (*plan.Lease, error) {
+	l, err := r.Source.LeaseExact(ctx, id)
+	if err == nil {
+		r.record(l)
+	}
+	return l, err
+}
+
+func (r *leaseRecorder) definitions(id plan.ID) []tool.Definition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.defs[id]
+}
+
 func buildPlan(ctx context.Context, workspace, planID string, cfg Config) (plan.Source, *runtimeSource, error) {
 	ts, err := tools.New(tools.Config{Root: workspace})
 	if err != nil {
@@ -428,8 +492,14 @@ func worker(cfg Config, store eventlog.Observer, clock engine.Clock, role, model
 	if err != nil {
 		return workers.Config{}, err
 	}
+	client := srv.Client()
+	if cfg.Transport != nil {
+		c := *client
+		c.Transport = cfg.Transport(role, c.Transport)
+		client = &c
+	}
 	var prov model.Provider
-	prov, err = openai.New(openai.Config{APIKey: key, BaseURL: srv.URL(), HTTPClient: srv.Client(), MaxAttempts: 1})
+	prov, err = openai.New(openai.Config{APIKey: key, BaseURL: srv.URL(), HTTPClient: client, MaxAttempts: 1})
 	if err != nil {
 		return workers.Config{}, fmt.Errorf("acceptance: %s provider: %w", role, err)
 	}

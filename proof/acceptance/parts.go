@@ -28,6 +28,7 @@ const (
 	PartCancel     = "cancellation"
 	PartPanic      = "panic containment"
 	PartKernel     = "no kernel change"
+	PartSnapshot   = "snapshot round trip"
 	PartLedger     = "ledger"
 	partNamePrefix = "boundary proof, part "
 )
@@ -57,24 +58,25 @@ func wrap(part string, err error) error {
 }
 
 // CheckProvider: the OpenAI-compatible provider spoke real HTTP to both
-// model servers, one request per model operation, and assembled what the
-// transcripts sent: the usage of each last chunk, and the fs.write
-// arguments split across chunks (CheckTool reads the file they wrote). The
-// writer's API key is in no recorded byte.
+// model servers, one accepted request per model operation, each holding
+// what the pair must send (checkRequests: the key, `stream: true`, the
+// leased plan's tools, the conversation with the handoff message and the
+// tool results byte for byte), and assembled what the transcripts sent:
+// the usage of each last chunk, and the fs.write arguments split across
+// chunks (CheckTool reads the file they wrote). The writer's API key is in
+// no recorded byte.
 func CheckProvider(p *Played) error {
-	for i, n := range p.Requests {
-		if n != p.WantRequests[i] {
-			return fail(PartProvider, "model server %d served %d requests, want %d: %v", i+1, n, p.WantRequests[i], p.Paths[i])
-		}
-		for _, r := range p.Paths[i] {
-			if r != "POST /v1/chat/completions" {
-				return fail(PartProvider, "unexpected request %q", r)
-			}
-		}
-	}
 	lines, err := ParseLines(p.Subscribed)
 	if err != nil {
 		return wrap(PartProvider, err)
+	}
+	if err := checkRequests(p, lines); err != nil {
+		return wrap(PartProvider, err)
+	}
+	for i, n := range p.Requests {
+		if n != p.WantRequests[i] {
+			return fail(PartProvider, "%s received %d requests, want %d", p.Expect[i].Name, n, p.WantRequests[i])
+		}
 	}
 	var got [][2]int
 	for _, l := range lines {
@@ -329,11 +331,17 @@ func CheckRuntime(p *Played, rt *RuntimeToolPart) error {
 	if !called {
 		return fail(PartRuntime, "the reviewer completed no call of a runtime tool")
 	}
+	return checkRuntimeReport(p, rt)
+}
+
+// checkRuntimeReport: the plugin host closed without an error, every
+// process it started is gone, and each ran the pinned executable.
+func checkRuntimeReport(p *Played, rt *RuntimeToolPart) error {
 	if p.Runtime == nil {
 		return fail(PartRuntime, "the pair ran without the plugin host's plan source")
 	}
 	if p.Runtime.Err != nil {
-		return p.Runtime.Err
+		return wrap(PartRuntime, p.Runtime.Err)
 	}
 	for i, c := range rt.Plugins {
 		if i >= len(p.Runtime.Digests) || p.Runtime.Digests[i] != c.SHA256 {

@@ -9,19 +9,21 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// The recorded transcripts the model servers replay, one HTTP response per
-// file, in the wire formats of the servers they name (testdata/README.md).
+// The transcripts the model servers play, one HTTP response per file,
+// written for the proof in the wire formats of the servers they name
+// (testdata/README.md).
 //
 //go:embed testdata/*.http
 var transcripts embed.FS
 
-// Transcript is one recorded response: status, headers and the body's
-// server-sent events.
+// Transcript is one response a model server sends: status, headers and
+// the body's server-sent events.
 type Transcript struct {
 	Name   string
 	Status int
@@ -30,10 +32,22 @@ type Transcript struct {
 	// Usage is the prompt and completion tokens of the last chunk that
 	// reports usage, as the server sent them.
 	Usage [2]int
+	// Calls are the tool calls the chunks make, assembled: the client
+	// must send them back as the assistant message of its next request.
+	Calls []WireCall
 }
 
-// maxTranscriptBytes bounds a transcript file.
-const maxTranscriptBytes = 1 << 20
+// WireCall is a tool call as the wire carries it.
+type WireCall struct {
+	ID, Name, Arguments string
+}
+
+// maxTranscriptBytes bounds a transcript file, maxCalls the tool calls of
+// one.
+const (
+	maxTranscriptBytes = 1 << 20
+	maxCalls           = 64
+)
 
 // LoadTranscript parses testdata/name.
 func LoadTranscript(name string) (Transcript, error) {
@@ -74,10 +88,39 @@ func ParseTranscript(name string, raw []byte) (Transcript, error) {
 				Prompt     int `json:"prompt_tokens"`
 				Completion int `json:"completion_tokens"`
 			} `json:"usage"`
+			Choices []struct {
+				Delta struct {
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
 		}
 		data, ok := strings.CutPrefix(strings.TrimSpace(ev), "data: ")
-		if ok && json.Unmarshal([]byte(data), &c) == nil && c.Usage != nil {
+		if !ok || json.Unmarshal([]byte(data), &c) != nil {
+			continue
+		}
+		if c.Usage != nil {
 			t.Usage = [2]int{c.Usage.Prompt, c.Usage.Completion}
+		}
+		for _, ch := range c.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index > len(t.Calls) || tc.Index >= maxCalls {
+					return Transcript{}, fmt.Errorf("transcript %s: tool call index %d out of order", name, tc.Index)
+				}
+				if tc.Index == len(t.Calls) {
+					t.Calls = append(t.Calls, WireCall{})
+				}
+				wc := &t.Calls[tc.Index]
+				wc.ID += tc.ID
+				wc.Name += tc.Function.Name
+				wc.Arguments += tc.Function.Arguments
+			}
 		}
 	}
 	return t, nil
@@ -85,17 +128,43 @@ func ParseTranscript(name string, raw []byte) (Transcript, error) {
 
 // ModelServer is a model server on a loopback port that answers the n-th
 // chat completion request with the n-th transcript, one event per write
-// and flush, so the client sees the chunks arrive apart. A request beyond
-// the transcripts gets a 500 with an OpenAI-shaped error body.
+// and flush, so the client sees the chunks arrive apart. It checks what it
+// receives as the real server would before it answers: the method and
+// path, a JSON body with the model it serves and `stream: true`, and the
+// Authorization header (OpenAI's needs the key; the others are sent none
+// by this pair). A request it refuses gets an OpenAI-shaped error (401 or
+// 400) and is recorded with the reason; so is a request beyond the
+// transcripts (500). Every request's body is kept for CheckProvider.
 type ModelServer struct {
 	srv   *httptest.Server
 	list  []Transcript
+	want  Expect
 	order *atomic.Int64 // shared by the servers of one pair
 
-	mu     sync.Mutex
-	served int
-	paths  []string
-	usage  []Served
+	mu       sync.Mutex
+	served   int
+	received []Received
+	usage    []Served
+}
+
+// Expect is what a model server requires of every request.
+type Expect struct {
+	// Name names the server in failures ("the writer's model server").
+	Name string
+	// Model is the model the requests must name.
+	Model string
+	// Authorization is the exact header value required; "" requires
+	// none.
+	Authorization string
+}
+
+// Received is one request a model server received.
+type Received struct {
+	Method, Path string
+	// Body is the request body, at most maxRequestBytes.
+	Body []byte
+	// Refused says why the server refused the request, or is "".
+	Refused string
 }
 
 // Served is one transcript a server played: its place among every request
@@ -105,30 +174,86 @@ type Served struct {
 	Usage [2]int
 }
 
-// maxRequests bounds the requests a ModelServer records.
-const maxRequests = 64
+// maxRequests bounds the requests a ModelServer records, maxRequestBytes
+// the body it reads of each.
+const (
+	maxRequests     = 64
+	maxRequestBytes = 4 << 20
+)
 
-// NewModelServer starts a server replaying list in order; order numbers
-// the requests of all servers that share it.
-func NewModelServer(order *atomic.Int64, list ...Transcript) *ModelServer {
-	m := &ModelServer{list: list, order: order}
+// NewModelServer starts a server replaying list in order to requests that
+// meet want; order numbers the requests of all servers that share it.
+func NewModelServer(order *atomic.Int64, want Expect, list ...Transcript) *ModelServer {
+	m := &ModelServer{list: list, want: want, order: order}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 }
 
+// refuse answers a request the server does not accept, as OpenAI's API
+// does: a status and an error object.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	_, _ = w.Write(b)
+}
+
+// check is what the server verifies before it answers.
+func (m *ModelServer) check(r *http.Request, body []byte) (int, string) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		return http.StatusNotFound, fmt.Sprintf("%s %s is not the chat completions endpoint", r.Method, r.URL.Path)
+	}
+	if got := r.Header.Get("Authorization"); got != m.want.Authorization {
+		if m.want.Authorization == "" {
+			return http.StatusBadRequest, "an Authorization header was sent to a server that was given no key"
+		}
+		// The header is never quoted: it holds the key.
+		return http.StatusUnauthorized, "the Authorization header is not \"Bearer \" and the writer's API key"
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return http.StatusBadRequest, fmt.Sprintf("Content-Type %q, want application/json", ct)
+	}
+	var req struct {
+		Model  string `json:"model"`
+		Stream *bool  `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return http.StatusBadRequest, "the body is not a JSON object: " + err.Error()
+	}
+	if req.Model != m.want.Model {
+		return http.StatusBadRequest, fmt.Sprintf("model %q, want %q", req.Model, m.want.Model)
+	}
+	if req.Stream == nil || !*req.Stream {
+		return http.StatusBadRequest, "stream is not true: the server answers with server-sent events only"
+	}
+	return 0, ""
+}
+
 func (m *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	status, why := 0, ""
+	switch {
+	case err != nil:
+		status, why = http.StatusBadRequest, "reading the body: "+err.Error()
+	case len(body) > maxRequestBytes:
+		status, why = http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of more than %d bytes", maxRequestBytes)
+	default:
+		status, why = m.check(r, body)
+	}
 	m.mu.Lock()
 	n := m.served
-	m.served++
-	if len(m.paths) < maxRequests {
-		m.paths = append(m.paths, r.Method+" "+r.URL.Path)
+	if status == 0 {
+		m.served++
+		if n >= len(m.list) {
+			status, why = http.StatusInternalServerError, "no transcript left to play"
+		}
+	}
+	if len(m.received) < maxRequests {
+		m.received = append(m.received, Received{Method: r.Method, Path: r.URL.Path, Body: body, Refused: why})
 	}
 	m.mu.Unlock()
-	if n >= len(m.list) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"error":{"message":"no transcript left to replay","type":"server_error"}}`)
+	if status != 0 {
+		refuse(w, status, why)
 		return
 	}
 	t := m.list[n]
@@ -159,12 +284,18 @@ func (m *ModelServer) URL() string { return m.srv.URL + "/v1" }
 // ends.
 func (m *ModelServer) Client() *http.Client { return m.srv.Client() }
 
-// Requests returns the method and path of every request served so far.
-func (m *ModelServer) Requests() []string {
+// Received returns every request received so far.
+func (m *ModelServer) Received() []Received {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]string(nil), m.paths...)
+	return slices.Clone(m.received)
 }
+
+// Transcripts returns the transcripts the server plays, in order.
+func (m *ModelServer) Transcripts() []Transcript { return m.list }
+
+// Expect returns what the server requires of every request.
+func (m *ModelServer) Expect() Expect { return m.want }
 
 // Served returns the transcripts played so far.
 func (m *ModelServer) Served() []Served {

@@ -2,6 +2,7 @@ package acceptance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -118,25 +119,41 @@ func (rs *runtimeSource) LeaseExact(ctx context.Context, id plan.ID) (*plan.Leas
 // close stops the plugin host and checks that every process it started
 // is gone, by PID.
 func (rs *runtimeSource) close() RuntimeReport {
-	err := rs.src.Close()
-	gone := 0
+	closeErr := rs.src.Close()
 	for _, g := range rs.src.Generations() {
 		rs.rep.PIDs = appendNew(rs.rep.PIDs, g.PID)
 	}
-	for _, pid := range rs.rep.PIDs {
-		if alive(pid) {
-			err = fmt.Errorf("plugin process %d is still running after the host stopped", pid)
-			continue
-		}
-		gone++
-	}
-	rs.record(fmt.Sprintf("host closed: %d of %d plugin processes gone by PID", gone, len(rs.rep.PIDs)))
+	line, err := checkStopped(closeErr, rs.rep.PIDs, alive)
+	rs.record(line)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rep := rs.rep
 	rep.Timeline = append([]string(nil), rs.rep.Timeline...)
-	rep.Err = wrap(PartRuntime, err)
+	rep.Err = err
 	return rep
+}
+
+// checkStopped is the runtime part's last check: closing the host
+// succeeded and none of pids is alive. It returns the timeline's last
+// line and the failure, naming every problem.
+func checkStopped(closeErr error, pids []int, alive func(int) bool) (string, error) {
+	var errs []error
+	if closeErr != nil {
+		errs = append(errs, fmt.Errorf("closing the plugin host: %w", closeErr))
+	}
+	gone := 0
+	for _, pid := range pids {
+		if alive(pid) {
+			errs = append(errs, fmt.Errorf("plugin process %d is still running after the host stopped", pid))
+			continue
+		}
+		gone++
+	}
+	line := fmt.Sprintf("host closed: %d of %d plugin processes gone by PID", gone, len(pids))
+	if closeErr != nil {
+		line = fmt.Sprintf("host closed with an error: %d of %d plugin processes gone by PID", gone, len(pids))
+	}
+	return line, wrap(PartRuntime, errors.Join(errs...))
 }
 
 func appendNew(s []int, v int) []int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -54,4 +55,29 @@ func TestKernelDepsOfThisModuleAreKernelPackages(t *testing.T) {
 	for _, d := range deps {
 		require.True(t, strings.HasPrefix(d, "github.com/spice-orch/spice-orch/kernel/"), d)
 	}
+}
+
+// TestKernelAPIListsFieldTypesAndMethodSignatures: a field's type and an
+// interface method's signature are part of an entry, so changing either
+// changes the listing.
+func TestKernelAPIListsFieldTypesAndMethodSignatures(t *testing.T) {
+	list := func(src string) []string {
+		root := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n\ngo 1.26\n"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "kernel", "x"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "kernel", "x", "x.go"), []byte(src), 0o644))
+		api, err := kernelAPI(root)
+		require.NoError(t, err)
+		return api
+	}
+	a := list("package x\n\ntype T struct{ F int }\n\ntype I interface{ M(s string) error }\n\nconst C = 64 << 10\n")
+	require.Equal(t, []string{
+		"kernel/x const C untyped int = 65536",
+		"kernel/x type I interface",
+		"kernel/x method I.M(s string) error",
+		"kernel/x type T struct",
+		"kernel/x field T.F int",
+	}, a)
+	b := list("package x\n\ntype T struct{ F int64 }\n\ntype I interface{ M(s string, more ...any) error }\n\nconst C = 1 << 20\n")
+	require.Equal(t, []string{"kernel/x const C untyped int = 65536", "kernel/x method I.M(s string) error", "kernel/x field T.F int"}, Diff(b, a))
 }
