@@ -58,6 +58,20 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// HTTPServer returns an http.Server for the handler with every read
+// bounded: headers by Config.HeaderTimeout, a kept-alive connection
+// between requests by Config.IdleTimeout, and (in the handler) a body by
+// Config.BodyTimeout. Serve it on a LimitListener.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ConnContext:       withConn,
+	}
+}
+
 func (s *Server) table() []route {
 	r := []route{
 		{"GET", "/v1/pairs", true, s.listPairs},

@@ -188,12 +188,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		_ = sched.Shutdown(context.Background())
 		return failed(err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+	hs := srv.HTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(server.LimitListener(ln, f.maxConns)) }()
 	url := "http://" + ln.Addr().String()
