@@ -26,6 +26,8 @@ const (
 	MaxStreamLag         = 1 << 16
 	DefaultRetain        = 256
 	MaxRetain            = 1 << 16
+	DefaultRetainBytes   = 64 << 20
+	MaxRetainBytes       = 1 << 40
 	DefaultWriteTimeout  = 10 * time.Second
 	DefaultHeaderTimeout = 10 * time.Second
 	DefaultBodyTimeout   = 30 * time.Second
@@ -127,6 +129,10 @@ type Config struct {
 	// Retain bounds the finished pairs whose feeds stay in memory; older
 	// ones stream from the store. 0 means DefaultRetain.
 	Retain int
+	// RetainBytes bounds what those finished pairs' feeds hold in memory,
+	// in encoded bytes: the oldest are let go until the rest fit. 0 means
+	// DefaultRetainBytes.
+	RetainBytes int64
 
 	// NewPairID names a new pair; nil means "pair-YYYYMMDD-HHMMSS-<8 hex>".
 	NewPairID func() (string, error)
@@ -202,6 +208,12 @@ func (c *Config) normalize() error {
 	}
 	if c.Retain < 0 || c.Retain > MaxRetain {
 		return bound.Count("server.retain", c.Retain, MaxRetain)
+	}
+	if c.RetainBytes == 0 {
+		c.RetainBytes = DefaultRetainBytes
+	}
+	if c.RetainBytes < 0 || c.RetainBytes > MaxRetainBytes {
+		return bound.Malformedf("server.retain_bytes", "must be between 1 and 1 TiB")
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

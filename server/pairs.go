@@ -197,7 +197,7 @@ func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Code: codeEnded, Message: "the pair is " + v.State + " and not run by this server"})
 		return
 	}
-	info, err := s.cfg.Scheduler.Get(e.jobID)
+	info, err := s.info(e)
 	if err == nil && !info.State.Terminal() {
 		err = s.cfg.Scheduler.Cancel(e.jobID)
 	}

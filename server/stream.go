@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -111,15 +112,19 @@ func (s *Server) stream(ctx context.Context, pairID string, e *entry, after uint
 		if err != nil {
 			return err
 		}
-		_, err = s.tail(ctx, e, sub, after, out)
+		if s.tail() {
+			defer s.tailing.Done()
+		}
+		_, err = s.tailFeed(ctx, e, sub, after, out)
 		sub.Close()
 		return err
 	}
 }
 
-// tail writes what sub delivers until the feed ends, with heartbeats
+// tailFeed writes what sub delivers until the feed ends, with heartbeats
 // while it waits.
-func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription, after uint64, out sink) (uint64, error) {
+func (s *Server) tailFeed(ctx context.Context, e *entry, sub *eventlog.Subscription, after uint64, out sink) (uint64, error) {
+	ended := false // the last event written is the pair's terminal
 	for {
 		nctx, cancel := ctx, context.CancelFunc(func() {})
 		ready := sub.LastDelivered() < e.feed.log.Stats().LastSeq
@@ -130,14 +135,14 @@ func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription,
 		cancel()
 		switch {
 		case err == nil:
-			after = ev.Seq()
+			after, ended = ev.Seq(), orchestrator.Terminal(ev.Kind())
 			more := after < e.feed.log.Stats().LastSeq
 			if err := out.event(ev, more); err != nil {
 				return after, err
 			}
 			continue
 		case err == io.EOF:
-			return after, s.endFromMemory(ctx, e, after, out)
+			return after, s.endFromMemory(ctx, e, after, ended, out)
 		case errors.Is(err, eventlog.ErrExhausted):
 			return after, errSlow
 		case ctx.Err() != nil:
@@ -152,17 +157,19 @@ func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription,
 	}
 }
 
-// endFromMemory ends a stream whose feed closed: the job has ended.
-func (s *Server) endFromMemory(ctx context.Context, e *entry, last uint64, out sink) error {
-	if e.feed.broken.Load() {
-		// The feed stopped following; the store has the rest.
+// endFromMemory ends a stream whose feed closed: the job has ended. The
+// end follows the pair's terminal, always: a feed that closed without
+// one (it stopped following) leaves the rest to the store.
+func (s *Server) endFromMemory(ctx context.Context, e *entry, last uint64, terminal bool, out sink) error {
+	if e.feed.broken.Load() || !terminal {
 		return s.fromStore(ctx, e.id, last, out, true)
 	}
-	state := "ended"
-	if info, err := s.cfg.Scheduler.Get(e.jobID); err == nil {
-		state = info.State.String()
+	select {
+	case <-e.ended:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return out.end(state, last)
+	return out.end(e.final.State.String(), last)
 }
 
 // replay writes the recorded events after the cursor and returns the last

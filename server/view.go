@@ -68,7 +68,7 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 	var inMemory bool
 	e := s.lookup(pairID)
 	if e != nil {
-		if i, err := s.cfg.Scheduler.Get(e.jobID); err == nil {
+		if i, err := s.info(e); err == nil {
 			info, inMemory = i, true
 		}
 		v.Submitted = timePtr(e.submitted)

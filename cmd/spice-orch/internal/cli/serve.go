@@ -209,17 +209,22 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	// Streams end first (Close), so that Shutdown need not wait for them;
-	// then running pairs are cancelled and the store closes last.
+	// The scheduler cancels the running and queued pairs while the server
+	// records each one to its terminal, so that every accepted pair ends
+	// in the store and every stream's end follows its pair's terminal;
+	// then the streams left end, the HTTP server stops, and the store
+	// closes last.
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = srv.Close(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- sched.Shutdown(sctx) }()
+	closeErr := srv.Close(sctx)
 	_ = hs.Shutdown(sctx)
-	if err := sched.Shutdown(sctx); err != nil {
+	if err := <-shut; err != nil {
 		return failed(fmt.Errorf("shutting down: %w", err))
 	}
-	if err := srv.Close(sctx); err != nil {
-		return failed(fmt.Errorf("shutting down: %w", err))
+	if closeErr != nil {
+		return failed(fmt.Errorf("shutting down: %w", closeErr))
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return failed(serveErr)
