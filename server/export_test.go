@@ -12,3 +12,11 @@ func APIRoutes() []string {
 	}
 	return out
 }
+
+// Retained returns the finished pairs the server keeps in memory and the
+// bytes their feeds hold.
+func (s *Server) Retained() (pairs int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.finished), s.finishedBytes
+}

@@ -156,7 +156,10 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		return failed(err)
 	}
 	defer st.Close()
-	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps})
+	// The server keeps what it shows of a finished pair (its feed, within
+	// a byte bound, and its final state), so the scheduler need keep few
+	// finished jobs, each holding its pair's whole timeline.
+	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, Retain: 16})
 	if err != nil {
 		return usageErr(err)
 	}
