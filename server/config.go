@@ -26,6 +26,7 @@ const (
 	MaxStreamLag         = 1 << 16
 	DefaultRetain        = 256
 	MaxRetain            = 1 << 16
+	DefaultStorePoll     = 500 * time.Millisecond
 	DefaultRetainBytes   = 64 << 20
 	MaxRetainBytes       = 1 << 40
 	DefaultWriteTimeout  = 10 * time.Second
@@ -129,6 +130,10 @@ type Config struct {
 	// Retain bounds the finished pairs whose feeds stay in memory; older
 	// ones stream from the store. 0 means DefaultRetain.
 	Retain int
+	// StorePoll is how often a stream of a pair that another process
+	// plays into the store reads the store for its next events. 0 means
+	// DefaultStorePoll.
+	StorePoll time.Duration
 	// RetainBytes bounds what those finished pairs' feeds hold in memory,
 	// in encoded bytes: the oldest are let go until the rest fit. 0 means
 	// DefaultRetainBytes.
@@ -195,7 +200,8 @@ func (c *Config) normalize() error {
 		v    *time.Duration
 		def  time.Duration
 		name string
-	}{{&c.HeaderTimeout, DefaultHeaderTimeout, "header_timeout"}, {&c.BodyTimeout, DefaultBodyTimeout, "body_timeout"}, {&c.IdleTimeout, DefaultIdleTimeout, "idle_timeout"}} {
+	}{{&c.HeaderTimeout, DefaultHeaderTimeout, "header_timeout"}, {&c.BodyTimeout, DefaultBodyTimeout, "body_timeout"}, {&c.IdleTimeout, DefaultIdleTimeout, "idle_timeout"},
+		{&c.StorePoll, DefaultStorePoll, "store_poll"}} {
 		if *d.v == 0 {
 			*d.v = d.def
 		}

@@ -184,7 +184,8 @@ func (s *Server) storeError(w http.ResponseWriter, err error) {
 }
 
 // cancelPair serves POST /v1/pairs/{id}/cancel: 202 while the pair is
-// queued or running, 409 once it has ended (a second cancel, say).
+// queued or running, 409 once it has ended, while a cancel is already
+// under way, or when another process plays it.
 func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 	pairID := r.PathValue("id")
 	e := s.lookup(pairID)
@@ -199,6 +200,10 @@ func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.info(e)
 	if err == nil && !info.State.Terminal() {
+		if !e.cancelling.CompareAndSwap(false, true) {
+			writeError(w, http.StatusConflict, apiError{Code: codeCancelling, Message: "the pair is already being cancelled"})
+			return
+		}
 		err = s.cfg.Scheduler.Cancel(e.jobID)
 	}
 	if err != nil && !errors.Is(err, scheduler.ErrNotFound) {

@@ -195,7 +195,9 @@ func (s *Server) replay(ctx context.Context, pairID string, after uint64, out si
 }
 
 // fromStore streams a pair this server does not follow: what the store
-// recorded after the cursor, then its end.
+// recorded after the cursor and, while the pair has no terminal there and
+// is running (another process plays it), what the store records next,
+// read every StorePoll; then its end.
 func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out sink, end bool) error {
 	rec, err := s.cfg.Store.Pair(ctx, pairID)
 	if err != nil {
@@ -208,18 +210,56 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 	if after > last {
 		return out.outOfRange(after, last)
 	}
-	for i, en := range rec.Events {
-		if en.Event.Seq() <= after {
-			continue
+	var tick *time.Ticker
+	idle := time.Duration(0)
+	for {
+		wrote := false
+		for i, en := range rec.Events {
+			if en.Event.Seq() != after+1 {
+				continue
+			}
+			if err := out.event(en.Event, i+1 < len(rec.Events)); err != nil {
+				return err
+			}
+			after, wrote = after+1, true
 		}
-		if err := out.event(en.Event, i+1 < len(rec.Events)); err != nil {
+		if ended(rec) {
+			if !end {
+				return nil
+			}
+			return out.end(string(rec.Summary.Status), after)
+		}
+		if tick == nil {
+			tick = time.NewTicker(s.cfg.StorePoll)
+			defer tick.Stop()
+		}
+		if idle += s.cfg.StorePoll; wrote {
+			idle = 0
+		} else if s.cfg.Heartbeat > 0 && idle >= s.cfg.Heartbeat {
+			idle = 0
+			if err := out.heartbeat(); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if rec, err = s.cfg.Store.Pair(ctx, pairID); err != nil {
 			return err
 		}
 	}
-	if !end {
-		return nil
+}
+
+// ended reports whether the store holds the pair's end: its terminal, or
+// a state other than running (interrupted: its process is gone).
+func ended(rec store.PairRecord) bool {
+	if rec.Summary.Status != store.StatusRunning {
+		return true
 	}
-	return out.end(string(rec.Summary.Status), last)
+	n := len(rec.Events)
+	return n > 0 && orchestrator.Terminal(rec.Events[n-1].Event.Kind())
 }
 
 // writer bounds every write to a client by the write timeout: a client
