@@ -20,3 +20,10 @@ func (s *Server) Retained() (pairs int, bytes int64) {
 	defer s.mu.Unlock()
 	return len(s.finished), s.finishedBytes
 }
+
+// OnStreamReleased sets a function told each time a stream gives its slot
+// back, until the test ends.
+func OnStreamReleased(t interface{ Cleanup(func()) }, f func()) {
+	testHookStreamReleased = f
+	t.Cleanup(func() { testHookStreamReleased = nil })
+}

@@ -68,8 +68,17 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (e *entry, a
 		fail(w, http.StatusServiceUnavailable, codeTooManyStreams, "too many open streams; retry later")
 		return nil, 0, nil, false
 	}
-	return e, after, func() { <-s.streams }, true
+	return e, after, func() {
+		<-s.streams
+		if testHookStreamReleased != nil {
+			testHookStreamReleased()
+		}
+	}, true
 }
+
+// testHookStreamReleased, when set by a test, is told each time a stream
+// gives its slot back.
+var testHookStreamReleased func()
 
 // streamContext ends with the request or with Close.
 func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
