@@ -104,6 +104,11 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "building the pair failed")
 		return
 	}
+	if err := s.accept(pairID, journalEntry{ContentType: ct, Task: task, Body: body}); err != nil {
+		s.discard(ws, built)
+		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
+		return
+	}
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.
@@ -111,6 +116,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	if s.closed {
 		s.mu.Unlock()
 		s.discard(ws, built)
+		s.settle(pairID)
 		fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 		return
 	}
@@ -118,6 +124,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.mu.Unlock()
 		s.discard(ws, built)
+		s.settle(pairID)
 		switch {
 		case errors.Is(err, scheduler.ErrQueueFull):
 			w.Header().Set("Retry-After", "1")

@@ -188,6 +188,8 @@ func (s *Server) follow(e *entry, built Built) {
 	}
 	if err != nil {
 		info = scheduler.Info{ID: e.jobID, State: scheduler.Failed, Err: err}
+	} else {
+		s.settle(e.id) // the terminal is in the store
 	}
 	e.final = info
 	e.feed.close()

@@ -186,3 +186,55 @@ func TestS1_SIGTERMEndsEveryStreamAfterItsPairsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestS1_PairsAcceptedBeforeASIGKILLAreRecordedByTheNextServe: a 201 is
+// durable. Pairs a serve process accepted and had not started when it was
+// SIGKILLed are in the store once the next serve on the same store and
+// data directory starts: cancelled, their timelines ending with
+// pair.cancelled, and served as such.
+func TestS1_PairsAcceptedBeforeASIGKILLAreRecordedByTheNextServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	args := []string{"--pairs", "1", "--queue", "16", "--store", filepath.Join(dir, "runs.db"), "--data-dir", filepath.Join(dir, "data")}
+	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
+	defer cancel()
+	// Paced slowly: the first pair holds the only slot until the kill.
+	c := startServe(t, ctx, append([]string{"--pace", "10s"}, args...)...)
+	running := c.post(t, scriptedReview)
+	var queued []string
+	for range 3 {
+		queued = append(queued, c.post(t, scriptedReview))
+	}
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+	<-c.copied
+	require.Error(t, c.cmd.Wait())
+
+	c = startServe(t, ctx, append([]string{"--pace", "0"}, args...)...)
+	for _, id := range queued {
+		resp, err := http.Get(c.url + "/v1/pairs/" + id)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", id, b)
+		require.Contains(t, string(b), `"state":"cancelled"`)
+		resp, err = http.Get(c.url + "/v1/pairs/" + id + "/events.jsonl")
+		require.NoError(t, err)
+		b, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		ls := timeline(t, string(b))
+		require.Equal(t, "pair.started", ls[0].Kind)
+		require.Equal(t, "pair.cancelled", ls[len(ls)-1].Kind)
+	}
+	resp, err := http.Get(c.url + "/v1/pairs/" + running)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"state":"interrupted"`, "the pair that was running is the store's to report")
+	require.Contains(t, c.stderr.String(), "3 pairs accepted before the last stop never started")
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	<-c.copied
+	require.NoError(t, c.cmd.Wait(), c.stderr.String())
+}

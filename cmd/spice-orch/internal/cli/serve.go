@@ -186,6 +186,13 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		_ = sched.Shutdown(context.Background())
 		return usageErr(err)
 	}
+	// Pairs an earlier serve on this data directory accepted and never
+	// recorded (it was killed) are recorded as cancelled before it serves.
+	if n, err := srv.Recover(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: settling pairs accepted before a crash: %v\n", err)
+	} else if n > 0 {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: %d pairs accepted before the last stop never started; recorded them as cancelled\n", n)
+	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		_ = sched.Shutdown(context.Background())
