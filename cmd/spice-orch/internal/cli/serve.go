@@ -75,6 +75,16 @@ rebinding). With a token every API call needs 'Authorization: Bearer
 TOKEN' and the page asks for it. A spec sent over HTTP may not name a
 workspace: each pair gets its own under --data-dir. Workers with provider
 openai are refused unless --allow-openai, and never with a base_url.
+Every read is bounded (headers 10s, a body 30s, an idle connection 2m);
+a request without the token is answered at once and its connection
+closed, and when --max-conns are open the oldest connection that never
+made an accepted request is closed to make room.
+
+A 201 is durable: each accepted pair ends with one terminal in the
+store. On SIGTERM, running and queued pairs are cancelled and recorded
+(every stream gets the terminal, then end); pairs a killed serve
+accepted and never started are recorded as cancelled by the next serve
+on the same --data-dir.
 
 With --otel every pair is traced as by 'run --otel' (the OTEL_*
 environment), a POST /v1/pairs with a W3C traceparent header continues
