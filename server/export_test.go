@@ -21,9 +21,6 @@ func (s *Server) Retained() (pairs int, bytes int64) {
 	return len(s.finished), s.finishedBytes
 }
 
-// OnStreamReleased sets a function told each time a stream gives its slot
-// back, until the test ends.
-func OnStreamReleased(t interface{ Cleanup(func()) }, f func()) {
-	testHookStreamReleased = f
-	t.Cleanup(func() { testHookStreamReleased = nil })
-}
+// OnStreamReleased sets a function told each time one of s's streams
+// gives its slot back.
+func (s *Server) OnStreamReleased(f func()) { s.released.Store(&f) }

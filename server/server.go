@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
@@ -19,6 +20,9 @@ type Server struct {
 	session string // the session cookie's value when a token is set
 
 	streams chan struct{} // one token per open stream
+	// released, when a test sets it, is told each time a stream gives
+	// its slot back.
+	released atomic.Pointer[func()]
 
 	base   context.Context // ends every stream at Close
 	cancel context.CancelFunc

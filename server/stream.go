@@ -70,15 +70,11 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (e *entry, a
 	}
 	return e, after, func() {
 		<-s.streams
-		if testHookStreamReleased != nil {
-			testHookStreamReleased()
+		if f := s.released.Load(); f != nil {
+			(*f)()
 		}
 	}, true
 }
-
-// testHookStreamReleased, when set by a test, is told each time a stream
-// gives its slot back.
-var testHookStreamReleased func()
 
 // streamContext ends with the request or with Close.
 func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
