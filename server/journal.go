@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -146,19 +147,32 @@ func (s *Server) recover(ctx context.Context, pairID string) (bool, error) {
 
 // readJournal reads one journal file, bounded by what a body may be.
 func (s *Server) readJournal(pairID string) (journalEntry, error) {
-	var je journalEntry
 	fh, err := os.Open(s.journalPath(pairID))
 	if err != nil {
-		return je, err
+		return journalEntry{}, err
 	}
 	defer fh.Close()
 	// Base64 makes a body 4/3 as long; the rest is small.
 	b, err := io.ReadAll(io.LimitReader(fh, MaxBodyBytes*2))
 	if err != nil {
-		return je, err
+		return journalEntry{}, err
 	}
+	return decodeJournal(b)
+}
+
+// errJournal is a journal file that is not one this server wrote.
+var errJournal = errors.New("server: damaged journal file of an accepted pair")
+
+// decodeJournal reads one journal entry: one of the two body types, a
+// body within MaxBodyBytes and a task within a message's bound.
+func decodeJournal(b []byte) (journalEntry, error) {
+	var je journalEntry
 	if err := json.Unmarshal(b, &je); err != nil {
-		return je, err
+		return journalEntry{}, errors.Join(errJournal, err)
+	}
+	if (je.ContentType != "application/json" && je.ContentType != "application/yaml") ||
+		len(je.Body) > MaxBodyBytes || bound.Text("task", je.Task, bound.MaxMessageBytes) != nil {
+		return journalEntry{}, errJournal
 	}
 	return je, nil
 }
