@@ -4,12 +4,14 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +19,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
 // TestS2_BrowserShowsBidiAndZeroWidthCharactersVisibly: model text with a
@@ -132,4 +139,39 @@ func TestS1_BrowserShowsARepeatedEventOnceWithoutAGap(t *testing.T) {
 	require.False(t, eval[bool](t, ctx, `document.body.dataset.gap !== undefined`), "no gap flagged")
 	blocks := eval[int](t, ctx, `[...document.querySelectorAll('#timeline [data-seqs]')].filter(n => n.dataset.seqs.split(" ").includes("6")).length`)
 	require.Equal(t, 1, blocks, "event 6 is drawn once")
+}
+
+// TestS1_BrowserFollowsAPairAnotherProcessRecords: a pair that another
+// writer records into serve's store is drawn live from the store to its
+// terminal, and the page offers no Cancel for it.
+func TestS1_BrowserFollowsAPairAnotherProcessRecords(t *testing.T) {
+	ts := startTestServer(t)
+	st, err := openStore(context.Background(), filepath.Join(ts.dir, "runs.db"), true)
+	require.NoError(t, err)
+	defer st.Close()
+	gate := newGate(10)
+	defer gate.open()
+	const pairID = "pair-20260101-000000-00000abc"
+	p, err := compose.Build(compose.Options{Spec: spec.Builtin(), Workspace: t.TempDir(), PairID: pairID,
+		Store: st, Timeline: []eventlog.Observer{gate}})
+	require.NoError(t, err)
+	defer p.Close()
+	pair, err := orchestrator.Start(context.Background(), p.Config)
+	require.NoError(t, err)
+	<-gate.reached
+
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+pairID)))
+	require.NoError(t, waitJS(ctx, `document.body.dataset.lastSeq === "10" && document.getElementById('pair-state').textContent === 'running'`))
+	require.True(t, eval[bool](t, ctx, `document.getElementById('cancel').disabled`), "no Cancel for a pair this server does not play")
+	gate.open()
+	_, err = pair.Wait(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.getElementById('pair-state').textContent === 'completed'`))
+	seqs := seqsOf(t, ctx)
+	requireRun(t, seqs, len(seqs))
+	require.Greater(t, len(seqs), 10)
+	require.Contains(t, text(t, ctx, `#timeline .terminal`), "pair.completed · reason approved")
+	require.True(t, eval[bool](t, ctx, `document.getElementById('cancel').disabled`))
 }
