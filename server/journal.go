@@ -171,7 +171,7 @@ func decodeJournal(b []byte) (journalEntry, error) {
 		return journalEntry{}, errors.Join(errJournal, err)
 	}
 	if (je.ContentType != "application/json" && je.ContentType != "application/yaml") ||
-		len(je.Body) > MaxBodyBytes || bound.Text("task", je.Task, bound.MaxMessageBytes) != nil {
+		len(je.Body) > MaxBodyBytes || (je.Task != "" && bound.Text("task", je.Task, bound.MaxMessageBytes) != nil) {
 		return journalEntry{}, errJournal
 	}
 	return je, nil

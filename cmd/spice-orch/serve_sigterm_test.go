@@ -216,7 +216,7 @@ func TestS1_PairsAcceptedBeforeASIGKILLAreRecordedByTheNextServe(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", id, b)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s\n%s", id, b, c.stderr.String())
 		require.Contains(t, string(b), `"state":"cancelled"`)
 		resp, err = http.Get(c.url + "/v1/pairs/" + id + "/events.jsonl")
 		require.NoError(t, err)
