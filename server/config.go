@@ -17,16 +17,24 @@ import (
 
 // Defaults and limits of Config.
 const (
-	DefaultMaxBodyBytes = 1 << 20
-	MaxBodyBytes        = 16 << 20
-	DefaultMaxStreams   = 512
-	MaxStreams          = 1 << 16
-	DefaultHeartbeat    = 15 * time.Second
-	DefaultStreamLag    = 4096
-	MaxStreamLag        = 1 << 16
-	DefaultRetain       = 256
-	MaxRetain           = 1 << 16
-	DefaultWriteTimeout = 10 * time.Second
+	DefaultMaxBodyBytes  = 1 << 20
+	MaxBodyBytes         = 16 << 20
+	DefaultMaxStreams    = 512
+	MaxStreams           = 1 << 16
+	DefaultHeartbeat     = 15 * time.Second
+	DefaultStreamLag     = 4096
+	MaxStreamLag         = 1 << 16
+	DefaultRetain        = 256
+	MaxRetain            = 1 << 16
+	DefaultStorePoll     = 500 * time.Millisecond
+	DefaultRetainBytes   = 64 << 20
+	MaxRetainBytes       = 1 << 40
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultIdleTimeout   = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's header block.
+	MaxHeaderBytes = 64 << 10
 	// feedMaxEvents and feedMaxBytes bound what a feed keeps of one pair
 	// in memory; a cursor older than what it keeps is served from the
 	// store.
@@ -115,9 +123,21 @@ type Config struct {
 	// WriteTimeout bounds each write to a stream; a client that does not
 	// take the bytes in time is disconnected. 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// HeaderTimeout bounds the wait for a request's headers, BodyTimeout
+	// the wait for its body, IdleTimeout a kept-alive connection between
+	// requests (HTTPServer). 0 means the defaults.
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
 	// Retain bounds the finished pairs whose feeds stay in memory; older
 	// ones stream from the store. 0 means DefaultRetain.
 	Retain int
+	// StorePoll is how often a stream of a pair that another process
+	// plays into the store reads the store for its next events. 0 means
+	// DefaultStorePoll.
+	StorePoll time.Duration
+	// RetainBytes bounds what those finished pairs' feeds hold in memory,
+	// in encoded bytes: the oldest are let go until the rest fit. 0 means
+	// DefaultRetainBytes.
+	RetainBytes int64
 
 	// NewPairID names a new pair; nil means "pair-YYYYMMDD-HHMMSS-<8 hex>".
 	NewPairID func() (string, error)
@@ -176,11 +196,30 @@ func (c *Config) normalize() error {
 	if c.WriteTimeout < 0 {
 		return bound.Malformedf("server.write_timeout", "must not be negative")
 	}
+	for _, d := range []struct {
+		v    *time.Duration
+		def  time.Duration
+		name string
+	}{{&c.HeaderTimeout, DefaultHeaderTimeout, "header_timeout"}, {&c.BodyTimeout, DefaultBodyTimeout, "body_timeout"}, {&c.IdleTimeout, DefaultIdleTimeout, "idle_timeout"},
+		{&c.StorePoll, DefaultStorePoll, "store_poll"}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return bound.Malformedf("server."+d.name, "must not be negative")
+		}
+	}
 	if c.Retain == 0 {
 		c.Retain = DefaultRetain
 	}
 	if c.Retain < 0 || c.Retain > MaxRetain {
 		return bound.Count("server.retain", c.Retain, MaxRetain)
+	}
+	if c.RetainBytes == 0 {
+		c.RetainBytes = DefaultRetainBytes
+	}
+	if c.RetainBytes < 0 || c.RetainBytes > MaxRetainBytes {
+		return bound.Malformedf("server.retain_bytes", "must be between 1 and 1 TiB")
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

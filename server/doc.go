@@ -14,6 +14,18 @@
 // once the pair is gone from memory or the server restarted — is the pair
 // timeline byte for byte, the bytes `run --json` prints.
 //
+// # Accepted pairs
+//
+// A 201 is durable: the submission is synced to a journal file under
+// Config.DataDir before the answer, and removed once the pair's terminal
+// is in the store. Every accepted pair ends with one terminal there: one
+// cancelled before it started (while queued, or by the host's Scheduler
+// Shutdown) is played as cancelled from pair.started on, and Recover does
+// the same for the journal a killed server left. Close waits for all of
+// it, and lets streams of a feed end with their pair's terminal and
+// end. A pair another process records into the same store is followed
+// from the store, and cannot be cancelled here.
+//
 // # Untrusted input
 //
 // Every body is bounded; a spec that arrives over HTTP is decoded by the
@@ -22,7 +34,12 @@
 // under Config.DataDir. Without a token the server serves loopback only,
 // refuses Host headers that are not loopback names (DNS rebinding), and
 // every state-changing request must pass net/http's cross-origin
-// protection and carry a JSON or YAML body type.
+// protection and carry a JSON or YAML body type. Every read is bounded
+// (HTTPServer, and a body deadline in the handler); a refusal is answered
+// without reading the body and closes the connection; and a
+// LimitListener makes room by closing connections that never made a
+// request the server let through, so clients without the token cannot
+// hold every connection.
 //
 // The package knows pairs through the scheduler's and the orchestrator's
 // public APIs and recorded pairs through the store's read side. It must

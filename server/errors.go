@@ -30,6 +30,7 @@ const (
 	codeNotFound        = "not_found"
 	codeQueueFull       = "queue_full"
 	codeEnded           = "pair_ended"
+	codeCancelling      = "already_cancelling"
 	codeUnauthorized    = "unauthorized"
 	codeForbidden       = "forbidden"
 	codeHost            = "host_refused"

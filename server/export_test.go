@@ -12,3 +12,15 @@ func APIRoutes() []string {
 	}
 	return out
 }
+
+// Retained returns the finished pairs the server keeps in memory and the
+// bytes their feeds hold.
+func (s *Server) Retained() (pairs int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.finished), s.finishedBytes
+}
+
+// OnStreamReleased sets a function told each time one of s's streams
+// gives its slot back.
+func (s *Server) OnStreamReleased(f func()) { s.released.Store(&f) }

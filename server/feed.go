@@ -7,6 +7,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/scheduler"
 )
 
 // entry is a pair this server submitted and still keeps in memory.
@@ -16,6 +17,23 @@ type entry struct {
 	submitted time.Time
 	feed      *feed
 	ended     chan struct{} // closed once the job ended and the feed is closed
+	// final is the job's last state, set before ended is closed: the
+	// scheduler may forget the job before the server lets the entry go.
+	final scheduler.Info
+	size  int64 // what the feed holds once ended; guarded by Server.mu
+	// cancelling is set by the first cancel request.
+	cancelling atomic.Bool
+}
+
+// info returns the job's state: its final one once ended, else the
+// scheduler's.
+func (s *Server) info(e *entry) (scheduler.Info, error) {
+	select {
+	case <-e.ended:
+		return e.final, nil
+	default:
+	}
+	return s.cfg.Scheduler.Get(e.jobID)
 }
 
 // feed is a pair's durable stream: a required observer of the pair

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // sessionCookie is the cookie the login page sets when a token is
@@ -32,7 +33,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		h.Set("Cache-Control", "no-store")
+		rc := http.NewResponseController(w)
+		if r.ContentLength != 0 {
+			// A body is read under a deadline; a stream's request has none
+			// and keeps none, as net/http's background read would end the
+			// stream at it.
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		}
 		if !s.hostAllowed(r.Host) {
+			refuse(w, rc)
 			fail(w, http.StatusForbidden, codeHost, "the Host header names neither a loopback address nor an allowed host")
 			return
 		}
@@ -40,6 +49,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			switch {
 			case r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/"):
 			case strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/metrics":
+				refuse(w, rc)
 				h.Set("WWW-Authenticate", `Bearer realm="spice-orch"`)
 				fail(w, http.StatusUnauthorized, codeUnauthorized, "a bearer token is required")
 				return
@@ -47,9 +57,19 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}
+		} else if r.URL.Path != "/login" {
+			prove(r)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse makes a refusal the connection's last answer, given without
+// reading a body the client may never send: net/http would otherwise read
+// it, before the answer to keep the connection, or after it at close.
+func refuse(w http.ResponseWriter, rc *http.ResponseController) {
+	w.Header().Set("Connection", "close")
+	_ = rc.SetReadDeadline(time.Now())
 }
 
 // authorized reports whether r carries the token or the session cookie.

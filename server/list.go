@@ -74,7 +74,7 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	for _, e := range mem {
-		info, err := s.cfg.Scheduler.Get(e.jobID)
+		info, err := s.info(e)
 		if err != nil {
 			continue // retired by the scheduler: the store has it, if anything
 		}

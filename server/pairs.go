@@ -104,6 +104,11 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "building the pair failed")
 		return
 	}
+	if err := s.accept(pairID, journalEntry{ContentType: ct, Task: task, Body: body}); err != nil {
+		s.discard(ws, built)
+		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
+		return
+	}
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.
@@ -111,6 +116,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	if s.closed {
 		s.mu.Unlock()
 		s.discard(ws, built)
+		s.settle(pairID)
 		fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 		return
 	}
@@ -118,6 +124,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.mu.Unlock()
 		s.discard(ws, built)
+		s.settle(pairID)
 		switch {
 		case errors.Is(err, scheduler.ErrQueueFull):
 			w.Header().Set("Retry-After", "1")
@@ -184,7 +191,8 @@ func (s *Server) storeError(w http.ResponseWriter, err error) {
 }
 
 // cancelPair serves POST /v1/pairs/{id}/cancel: 202 while the pair is
-// queued or running, 409 once it has ended (a second cancel, say).
+// queued or running, 409 once it has ended, while a cancel is already
+// under way, or when another process plays it.
 func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 	pairID := r.PathValue("id")
 	e := s.lookup(pairID)
@@ -197,8 +205,12 @@ func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Code: codeEnded, Message: "the pair is " + v.State + " and not run by this server"})
 		return
 	}
-	info, err := s.cfg.Scheduler.Get(e.jobID)
+	info, err := s.info(e)
 	if err == nil && !info.State.Terminal() {
+		if !e.cancelling.CompareAndSwap(false, true) {
+			writeError(w, http.StatusConflict, apiError{Code: codeCancelling, Message: "the pair is already being cancelled"})
+			return
+		}
 		err = s.cfg.Scheduler.Cancel(e.jobID)
 	}
 	if err != nil && !errors.Is(err, scheduler.ErrNotFound) {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
+
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/scheduler"
 )
 
 // Server serves the API, the streams and the web UI. Its methods are safe
@@ -16,15 +20,24 @@ type Server struct {
 	session string // the session cookie's value when a token is set
 
 	streams chan struct{} // one token per open stream
+	// released, when a test sets it, is told each time a stream gives
+	// its slot back.
+	released atomic.Pointer[func()]
 
-	base   context.Context // ends every stream and waiter at Close
+	base   context.Context // ends every stream at Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // waiters: one per submitted pair until it ends
+	// following ends the followers' waits, should Close give up on them.
+	following     context.Context
+	stopFollowing context.CancelFunc
+	wg            sync.WaitGroup // followers: one per submitted pair until it ends
 
-	mu       sync.Mutex
-	pairs    map[string]*entry // guarded by mu
-	finished []string          // guarded by mu; ended pairs, oldest first
-	closed   bool              // guarded by mu
+	mu            sync.Mutex
+	pairs         map[string]*entry // guarded by mu
+	finished      []*entry          // guarded by mu; ended pairs kept, oldest first
+	finishedBytes int64             // guarded by mu; what their feeds hold
+	closed        bool              // guarded by mu
+	cutting       bool              // guarded by mu; Close ends the streams left
+	tailing       sync.WaitGroup    // streams following a feed, counted until cutting
 }
 
 // route is one entry of the server's routing table; the OpenAPI document
@@ -50,6 +63,7 @@ func New(cfg Config) (*Server, error) {
 		s.session = sessionValue(cfg.Token)
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
+	s.following, s.stopFollowing = context.WithCancel(context.Background())
 	s.routes = s.table()
 	s.handler = s.build()
 	return s, nil
@@ -57,6 +71,20 @@ func New(cfg Config) (*Server, error) {
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// HTTPServer returns an http.Server for the handler with every read
+// bounded: headers by Config.HeaderTimeout, a kept-alive connection
+// between requests by Config.IdleTimeout, and (in the handler) a body by
+// Config.BodyTimeout. Serve it on a LimitListener.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ConnContext:       withConn,
+	}
+}
 
 func (s *Server) table() []route {
 	r := []route{
@@ -95,23 +123,53 @@ func (s *Server) build() http.Handler {
 	return s.guard(cop.Handler(mux))
 }
 
-// Close refuses new pairs, ends every open stream and waits, under ctx,
-// for the goroutines that follow submitted pairs: they return once their
-// pair ends or at once, as Close cancels them. The scheduler and the store
-// stay the host's to close.
+// Close refuses new pairs and waits, under ctx, until every pair it
+// accepted has ended and is recorded to its terminal: the host ends them,
+// with Scheduler.Shutdown, before or while Close waits. A pair cancelled
+// before it started is recorded then too, its timeline ending with
+// pair.cancelled. Then Close ends the streams still open. If ctx ends
+// first, Close stops waiting, ends the streams and returns ctx's error.
+// The scheduler and the store stay the host's to close.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
+		s.stopFollowing()
 	}
+	// Streams that follow a feed end on their own now that every feed is
+	// closed, each with its pair's terminal and end: let them.
+	s.mu.Lock()
+	s.cutting = true
+	s.mu.Unlock()
+	tailed := make(chan struct{})
+	go func() { s.tailing.Wait(); close(tailed) }()
+	select {
+	case <-tailed:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.cancel()
+	<-tailed
+	return err
+}
+
+// tail counts a stream that follows a feed, which Close lets end on its
+// own; false once Close no longer waits for such streams.
+func (s *Server) tail() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cutting {
+		return false
+	}
+	s.tailing.Add(1)
+	return true
 }
 
 // lookup returns the pair's entry, or nil when this server does not keep
@@ -122,26 +180,49 @@ func (s *Server) lookup(pairID string) *entry {
 	return s.pairs[pairID]
 }
 
-// follow waits for the job to end, then closes its feed, lets the host
-// release what it built, and keeps the entry among the Retain newest
-// finished ones.
+// follow waits for the job to end, records a pair that never started,
+// then closes its feed — so that every stream's end follows the pair's
+// terminal — lets the host release what it built, and keeps the entry
+// among the finished ones while they fit in Retain and RetainBytes.
 func (s *Server) follow(e *entry, built Built) {
 	defer s.wg.Done()
-	// Its error is about the waiting: Close cancelled it, or the job is
-	// gone. Either way the feed gets no more events worth waiting for.
-	_, _ = s.cfg.Scheduler.Wait(s.base, e.jobID)
+	info, err := s.cfg.Scheduler.Wait(s.following, e.jobID)
+	if err == nil && info.State == scheduler.Cancelled && e.feed.log.Stats().LastSeq == 0 {
+		recordCancelled(built.Config)
+	}
+	if err != nil {
+		info = scheduler.Info{ID: e.jobID, State: scheduler.Failed, Err: err}
+	} else {
+		s.settle(e.id) // the terminal is in the store
+	}
+	e.final = info
 	e.feed.close()
 	if built.Close != nil {
 		built.Close()
 	}
 	close(e.ended)
+	size := int64(e.feed.log.Stats().RetainedBytes)
 	s.mu.Lock()
-	s.finished = append(s.finished, e.id)
-	if over := len(s.finished) - s.cfg.Retain; over > 0 {
-		for _, id := range s.finished[:over] {
-			delete(s.pairs, id)
-		}
-		s.finished = append(s.finished[:0], s.finished[over:]...)
+	e.size = size
+	s.finished = append(s.finished, e)
+	s.finishedBytes += size
+	over := 0
+	for over < len(s.finished) && (len(s.finished)-over > s.cfg.Retain || s.finishedBytes > s.cfg.RetainBytes) {
+		old := s.finished[over]
+		delete(s.pairs, old.id)
+		s.finishedBytes -= old.size
+		over++
 	}
+	s.finished = append(s.finished[:0], s.finished[over:]...)
 	s.mu.Unlock()
+}
+
+// recordCancelled plays a pair that was cancelled before it started, as
+// cancelled from its first event on: its timeline (the store, the feed)
+// gets pair.started and pair.cancelled, and no run starts.
+func recordCancelled(cfg *orchestrator.Config) {
+	defer func() { _ = recover() }() // the orchestrator contains its own; this is the host's config
+	c := *cfg
+	c.Started = func(p *orchestrator.Pair) { p.Cancel() }
+	_, _ = orchestrator.Run(context.Background(), c)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -67,7 +68,12 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (e *entry, a
 		fail(w, http.StatusServiceUnavailable, codeTooManyStreams, "too many open streams; retry later")
 		return nil, 0, nil, false
 	}
-	return e, after, func() { <-s.streams }, true
+	return e, after, func() {
+		<-s.streams
+		if f := s.released.Load(); f != nil {
+			(*f)()
+		}
+	}, true
 }
 
 // streamContext ends with the request or with Close.
@@ -111,15 +117,19 @@ func (s *Server) stream(ctx context.Context, pairID string, e *entry, after uint
 		if err != nil {
 			return err
 		}
-		_, err = s.tail(ctx, e, sub, after, out)
+		if s.tail() {
+			defer s.tailing.Done()
+		}
+		_, err = s.tailFeed(ctx, e, sub, after, out)
 		sub.Close()
 		return err
 	}
 }
 
-// tail writes what sub delivers until the feed ends, with heartbeats
+// tailFeed writes what sub delivers until the feed ends, with heartbeats
 // while it waits.
-func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription, after uint64, out sink) (uint64, error) {
+func (s *Server) tailFeed(ctx context.Context, e *entry, sub *eventlog.Subscription, after uint64, out sink) (uint64, error) {
+	ended := false // the last event written is the pair's terminal
 	for {
 		nctx, cancel := ctx, context.CancelFunc(func() {})
 		ready := sub.LastDelivered() < e.feed.log.Stats().LastSeq
@@ -130,14 +140,14 @@ func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription,
 		cancel()
 		switch {
 		case err == nil:
-			after = ev.Seq()
+			after, ended = ev.Seq(), orchestrator.Terminal(ev.Kind())
 			more := after < e.feed.log.Stats().LastSeq
 			if err := out.event(ev, more); err != nil {
 				return after, err
 			}
 			continue
 		case err == io.EOF:
-			return after, s.endFromMemory(ctx, e, after, out)
+			return after, s.endFromMemory(ctx, e, after, ended, out)
 		case errors.Is(err, eventlog.ErrExhausted):
 			return after, errSlow
 		case ctx.Err() != nil:
@@ -152,17 +162,19 @@ func (s *Server) tail(ctx context.Context, e *entry, sub *eventlog.Subscription,
 	}
 }
 
-// endFromMemory ends a stream whose feed closed: the job has ended.
-func (s *Server) endFromMemory(ctx context.Context, e *entry, last uint64, out sink) error {
-	if e.feed.broken.Load() {
-		// The feed stopped following; the store has the rest.
+// endFromMemory ends a stream whose feed closed: the job has ended. The
+// end follows the pair's terminal, always: a feed that closed without
+// one (it stopped following) leaves the rest to the store.
+func (s *Server) endFromMemory(ctx context.Context, e *entry, last uint64, terminal bool, out sink) error {
+	if e.feed.broken.Load() || !terminal {
 		return s.fromStore(ctx, e.id, last, out, true)
 	}
-	state := "ended"
-	if info, err := s.cfg.Scheduler.Get(e.jobID); err == nil {
-		state = info.State.String()
+	select {
+	case <-e.ended:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return out.end(state, last)
+	return out.end(e.final.State.String(), last)
 }
 
 // replay writes the recorded events after the cursor and returns the last
@@ -188,7 +200,9 @@ func (s *Server) replay(ctx context.Context, pairID string, after uint64, out si
 }
 
 // fromStore streams a pair this server does not follow: what the store
-// recorded after the cursor, then its end.
+// recorded after the cursor and, while the pair has no terminal there and
+// is running (another process plays it), what the store records next,
+// read every StorePoll; then its end.
 func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out sink, end bool) error {
 	rec, err := s.cfg.Store.Pair(ctx, pairID)
 	if err != nil {
@@ -201,18 +215,56 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 	if after > last {
 		return out.outOfRange(after, last)
 	}
-	for i, en := range rec.Events {
-		if en.Event.Seq() <= after {
-			continue
+	var tick *time.Ticker
+	idle := time.Duration(0)
+	for {
+		wrote := false
+		for i, en := range rec.Events {
+			if en.Event.Seq() != after+1 {
+				continue
+			}
+			if err := out.event(en.Event, i+1 < len(rec.Events)); err != nil {
+				return err
+			}
+			after, wrote = after+1, true
 		}
-		if err := out.event(en.Event, i+1 < len(rec.Events)); err != nil {
+		if ended(rec) {
+			if !end {
+				return nil
+			}
+			return out.end(string(rec.Summary.Status), after)
+		}
+		if tick == nil {
+			tick = time.NewTicker(s.cfg.StorePoll)
+			defer tick.Stop()
+		}
+		if idle += s.cfg.StorePoll; wrote {
+			idle = 0
+		} else if s.cfg.Heartbeat > 0 && idle >= s.cfg.Heartbeat {
+			idle = 0
+			if err := out.heartbeat(); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if rec, err = s.cfg.Store.Pair(ctx, pairID); err != nil {
 			return err
 		}
 	}
-	if !end {
-		return nil
+}
+
+// ended reports whether the store holds the pair's end: its terminal, or
+// a state other than running (interrupted: its process is gone).
+func ended(rec store.PairRecord) bool {
+	if rec.Summary.Status != store.StatusRunning {
+		return true
 	}
-	return out.end(string(rec.Summary.Status), last)
+	n := len(rec.Events)
+	return n > 0 && orchestrator.Terminal(rec.Events[n-1].Event.Kind())
 }
 
 // writer bounds every write to a client by the write timeout: a client

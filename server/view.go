@@ -25,7 +25,11 @@ type pairView struct {
 	Started   *time.Time   `json:"started,omitempty"`
 	Ended     *time.Time   `json:"ended,omitempty"`
 	LastSeq   uint64       `json:"last_seq"`
-	Links     links        `json:"links"`
+	// Cancellable: this server plays the pair, it has not ended and no
+	// cancel is under way. A pair another process plays is followed from
+	// the store and cannot be cancelled here.
+	Cancellable bool  `json:"cancellable"`
+	Links       links `json:"links"`
 }
 
 type usageView struct {
@@ -68,7 +72,7 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 	var inMemory bool
 	e := s.lookup(pairID)
 	if e != nil {
-		if i, err := s.cfg.Scheduler.Get(e.jobID); err == nil {
+		if i, err := s.info(e); err == nil {
 			info, inMemory = i, true
 		}
 		v.Submitted = timePtr(e.submitted)
@@ -100,6 +104,7 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 		if info.State == scheduler.Cancelled && v.Reason == "" {
 			v.Reason = "cancelled"
 		}
+		v.Cancellable = !info.State.Terminal() && !e.cancelling.Load()
 	}
 	if e != nil {
 		v.LastSeq = max(v.LastSeq, e.feed.log.Stats().LastSeq)

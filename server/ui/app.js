@@ -1,15 +1,30 @@
 // spice-orch web UI. Plain JavaScript, no dependencies. Model and tool
 // text is untrusted: every piece of it is set with textContent, never
-// parsed as HTML.
+// parsed as HTML, and through visible(), so that it cannot hide or
+// reorder what the page shows.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 
-// el builds an element; text, when given, is set as text.
+// Control characters other than newline and tab, bidirectional marks,
+// embeddings, overrides and isolates, and zero-width characters: text
+// could use them to show something other than it says (U+202E turns the
+// rest of a line around). They are shown as escapes, as the CLI does.
+const hidden = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+
+// visible returns s with every hidden character shown as \xNN or \uNNNN.
+function visible(s) {
+  return String(s).replace(hidden, (c) => {
+    const n = c.charCodeAt(0);
+    return n < 0x100 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0");
+  });
+}
+
+// el builds an element; text, when given, is set as visible text.
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (text !== undefined && text !== null) e.textContent = visible(text);
   return e;
 }
 
@@ -66,7 +81,7 @@ async function startPair(ev) {
       return;
     }
     const e = (data && data.error) || { message: "HTTP " + status };
-    $("start-error").textContent = e.message + (e.field ? " (field " + e.field + ")" : "");
+    $("start-error").textContent = visible(e.message + (e.field ? " (field " + e.field + ")" : ""));
   } finally {
     $("start").disabled = false;
   }
@@ -114,13 +129,14 @@ class PairView {
     this.tools = new Map(); // call_id -> tool element
     this.row = 0;
     this.ended = false;
+    this.cancellable = false; // the server says it can cancel the pair
     this.es = null;
   }
 
   open() {
     $("empty").hidden = true;
     $("pair").hidden = false;
-    $("pair-id").textContent = this.id;
+    $("pair-id").textContent = visible(this.id);
     $("timeline").textContent = "";
     $("raw-json").textContent = "";
     $("pair-notice").textContent = "";
@@ -143,6 +159,7 @@ class PairView {
     const { status, data } = await api("GET", "/v1/pairs/" + encodeURIComponent(this.id));
     if (view !== this) return;
     if (status === 200 && data) {
+      this.cancellable = data.cancellable === true;
       this.setState(data.state, data.reason || "");
       (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
     } else if (status === 404) {
@@ -153,11 +170,13 @@ class PairView {
 
   setState(state, reason) {
     const s = $("pair-state");
-    s.textContent = state;
+    s.textContent = visible(state);
     s.className = "state state-" + state;
-    $("pair-reason").textContent = reason;
-    const live = state === "queued" || state === "running" || state === "…";
-    $("cancel").disabled = !live;
+    $("pair-reason").textContent = visible(reason);
+    // Cancel is offered only when the server says it can: not for a pair
+    // another process plays, nor while a cancel is under way.
+    const live = state === "queued" || state === "running";
+    $("cancel").disabled = !(live && this.cancellable);
   }
 
   connect(after) {
@@ -202,7 +221,7 @@ class PairView {
 
   setLane(i, role) {
     this.lanes.set(role, i);
-    $("lane-head-" + i).querySelector(".lane-name").textContent = role;
+    $("lane-head-" + i).querySelector(".lane-name").textContent = visible(role);
     this.showTotals(i);
   }
 
@@ -239,7 +258,7 @@ class PairView {
       if (!t) continue;
       try { out.push(JSON.stringify(JSON.parse(t), null, 2)); } catch (_) { out.push(t); }
     }
-    $("raw-json").textContent = out.join("\n\n");
+    $("raw-json").textContent = visible(out.join("\n\n"));
     document.querySelectorAll(".selected").forEach((n) => n.classList.remove("selected"));
     node.classList.add("selected");
   }
@@ -314,7 +333,7 @@ class PairView {
         } else {
           this.addSeq(n, e.seq);
         }
-        n.querySelector(".text-body").textContent += q.text || "";
+        n.querySelector(".text-body").textContent += visible(q.text || "");
         break;
       }
       case "model.completed":
@@ -434,7 +453,7 @@ async function cancelPair() {
   $("cancel").disabled = true;
   const { status, data } = await api("POST", "/v1/pairs/" + encodeURIComponent(view.id) + "/cancel");
   if (status !== 202) {
-    $("pair-notice").textContent = (data && data.error && data.error.message) || "cancel: HTTP " + status;
+    $("pair-notice").textContent = visible((data && data.error && data.error.message) || "cancel: HTTP " + status);
   }
   view.fetchState();
 }

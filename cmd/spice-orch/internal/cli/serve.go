@@ -75,6 +75,16 @@ rebinding). With a token every API call needs 'Authorization: Bearer
 TOKEN' and the page asks for it. A spec sent over HTTP may not name a
 workspace: each pair gets its own under --data-dir. Workers with provider
 openai are refused unless --allow-openai, and never with a base_url.
+Every read is bounded (headers 10s, a body 30s, an idle connection 2m);
+a request without the token is answered at once and its connection
+closed, and when --max-conns are open the oldest connection that never
+made an accepted request is closed to make room.
+
+A 201 is durable: each accepted pair ends with one terminal in the
+store. On SIGTERM, running and queued pairs are cancelled and recorded
+(every stream gets the terminal, then end); pairs a killed serve
+accepted and never started are recorded as cancelled by the next serve
+on the same --data-dir.
 
 With --otel every pair is traced as by 'run --otel' (the OTEL_*
 environment), a POST /v1/pairs with a W3C traceparent header continues
@@ -156,7 +166,10 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		return failed(err)
 	}
 	defer st.Close()
-	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps})
+	// The server keeps what it shows of a finished pair (its feed, within
+	// a byte bound, and its final state), so the scheduler need keep few
+	// finished jobs, each holding its pair's whole timeline.
+	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, Retain: 16})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -183,17 +196,19 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		_ = sched.Shutdown(context.Background())
 		return usageErr(err)
 	}
+	// Pairs an earlier serve on this data directory accepted and never
+	// recorded (it was killed) are recorded as cancelled before it serves.
+	if n, err := srv.Recover(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: settling pairs accepted before a crash: %v\n", err)
+	} else if n > 0 {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: %d pairs accepted before the last stop never started; recorded them as cancelled\n", n)
+	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		_ = sched.Shutdown(context.Background())
 		return failed(err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+	hs := srv.HTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(server.LimitListener(ln, f.maxConns)) }()
 	url := "http://" + ln.Addr().String()
@@ -214,17 +229,22 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	// Streams end first (Close), so that Shutdown need not wait for them;
-	// then running pairs are cancelled and the store closes last.
+	// The scheduler cancels the running and queued pairs while the server
+	// records each one to its terminal, so that every accepted pair ends
+	// in the store and every stream's end follows its pair's terminal;
+	// then the streams left end, the HTTP server stops, and the store
+	// closes last.
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = srv.Close(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- sched.Shutdown(sctx) }()
+	closeErr := srv.Close(sctx)
 	_ = hs.Shutdown(sctx)
-	if err := sched.Shutdown(sctx); err != nil {
+	if err := <-shut; err != nil {
 		return failed(fmt.Errorf("shutting down: %w", err))
 	}
-	if err := srv.Close(sctx); err != nil {
-		return failed(fmt.Errorf("shutting down: %w", err))
+	if closeErr != nil {
+		return failed(fmt.Errorf("shutting down: %w", closeErr))
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return failed(serveErr)
