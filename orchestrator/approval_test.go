@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/idempotency"
+	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -278,4 +279,15 @@ func FuzzParseApproval(f *testing.F) {
 		require.Equal(t, digest, a.Digest)
 		require.Equal(t, id.Interaction("ix-1"), a.Question)
 	})
+}
+
+func TestR1_APolicyWithoutABrokerIsRefused(t *testing.T) {
+	h := writePair(t, t.TempDir(), nil, orchestrator.ApprovalConfig{Policy: orchestrator.ApproveAll})
+	_, err := orchestrator.Run(context.Background(), h.cfg)
+	require.ErrorIs(t, err, bound.ErrInvalid)
+	require.ErrorContains(t, err, "pair.first.engine.broker")
+	h.cfg.Approval.Timeout = -time.Second
+	h.cfg.First.Engine.Broker, h.cfg.Second.Engine.Broker = answerer(nil), answerer(nil)
+	_, err = orchestrator.Run(context.Background(), h.cfg)
+	require.ErrorContains(t, err, "pair.approval.timeout")
 }

@@ -190,8 +190,9 @@ type settings struct {
 }
 
 var (
-	roleFields = [2]string{"pair.first.role", "pair.second.role"}
-	planFields = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
+	roleFields   = [2]string{"pair.first.role", "pair.second.role"}
+	planFields   = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
+	brokerFields = [2]string{"pair.first.engine.broker", "pair.second.engine.broker"}
 )
 
 // task is what one pair brings to its settings: its ID, and its task as
@@ -288,6 +289,15 @@ func (c *Config) normalizeShared() (settings, error) {
 	}
 	if err := c.Approval.normalize(); err != nil {
 		return n, err
+	}
+	if !c.Approval.Policy.IsNever() {
+		// Without a broker every question fails and no asked-about call
+		// could ever run: refuse the pair instead.
+		for i, w := range [2]*workers.Config{&c.First, &c.Second} {
+			if w.Engine.Broker == nil {
+				return n, bound.Missing(brokerFields[i])
+			}
+		}
 	}
 	switch {
 	case c.FinalizeTimeout == 0:

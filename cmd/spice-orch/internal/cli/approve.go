@@ -238,7 +238,8 @@ func (t *terminalAnswers) ask(ctx context.Context, q orchestrator.Approval, line
 	// that timed out) must not answer it.
 	for drained := false; !drained; {
 		select {
-		case <-lines:
+		case _, ok := <-lines:
+			drained = !ok
 		default:
 			drained = true
 		}
