@@ -292,9 +292,10 @@ func approvalQuestion(pairID, worker string, runID id.Run, def tool.Definition, 
 	prompt, err := json.Marshal(a)
 	if err != nil || len(prompt) > interaction.MaxPromptBytes {
 		// Show the start of the arguments; the digest still covers all.
+		// 1 KiB, even if JSON escapes each byte as six, leaves the prompt
+		// under its bound beside the other fields' bounded IDs and names.
 		a.Arguments = nil
-		room := max(interaction.MaxPromptBytes-len(prompt)+len(args)-1024, 0)
-		a.ArgumentsPreview = cutUTF8(string(args), min(room, 2048))
+		a.ArgumentsPreview = cutUTF8(string(args), 1024)
 		prompt, _ = json.Marshal(a)
 	}
 	return string(prompt), []string{ApprovalAnswer(a.Digest, true), ApprovalAnswer(a.Digest, false)}

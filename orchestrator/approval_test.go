@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -290,4 +291,35 @@ func TestR1_APolicyWithoutABrokerIsRefused(t *testing.T) {
 	h.cfg.First.Engine.Broker, h.cfg.Second.Engine.Broker = answerer(nil), answerer(nil)
 	_, err = orchestrator.Run(context.Background(), h.cfg)
 	require.ErrorContains(t, err, "pair.approval.timeout")
+}
+
+func TestR1_LargeArgumentsAreShownInPartAndDigestedWhole(t *testing.T) {
+	content := strings.Repeat("<", 40<<10) // escaped as six bytes each in a prompt
+	raw := []byte(`{"path":"big.txt","content":"` + content + `"}`)
+	var asked []orchestrator.Approval
+	b := answerer(func(q interaction.Question) string {
+		a, err := orchestrator.ParseApproval(q)
+		require.NoError(t, err)
+		asked = append(asked, a)
+		return orchestrator.ApprovalAnswer(a.Digest, true)
+	})
+	dir := t.TempDir()
+	h := writePair(t, dir, b, orchestrator.ApprovalConfig{Policy: orchestrator.ApproveMutating})
+	h.first = enginetest.NewProvider(
+		[]model.Item{enginetest.Call("call-1", tools.NameFSWrite, string(raw)), enginetest.Done(1, 1)},
+		enginetest.Answer("done"))
+	h.cfg.First.Engine.Provider = h.first
+	_, _, err := h.run(t)
+	require.NoError(t, err)
+	require.Len(t, asked, 1)
+	a := asked[0]
+	require.Nil(t, a.Arguments)
+	require.Len(t, a.ArgumentsPreview, 1024)
+	require.Equal(t, len(raw), a.ArgumentsBytes)
+	tc, err := tool.NewCall("call-1", tools.NameFSWrite, raw)
+	require.NoError(t, err)
+	require.Equal(t, orchestrator.CallDigest(a.Run, tc), a.Digest)
+	got, err := os.ReadFile(filepath.Join(dir, "big.txt"))
+	require.NoError(t, err)
+	require.Equal(t, content, string(got))
 }
