@@ -33,36 +33,40 @@ func Layers() []Unit {
 	return []Unit{
 		// Benchmarks of how costs scale (their test files), and the
 		// program that plots them: measurement only, nothing imports it.
-		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "kernel"}},
+		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// proof sits above server (DESIGN.md: layer 8): its alternate
 		// client is the real serve SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,
-			MayImport: []string{"server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
+			MayImport: []string{"server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// The HTTP API, SSE streams and embedded web UI over a job backend.
 		{Dir: "server", Level: 7,
-			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
+			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,
-			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// OpenTelemetry of runs and pairs: it reads pair timelines, so the
 		// layers below never import OpenTelemetry.
 		{Dir: "telemetry", Level: 6, ThirdParty: true,
-			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "kernel"}},
-		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "kernel"}},
+			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
+		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "idempotency", "kernel"}},
 		{Dir: "workers", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "handoff", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "providers", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
-		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"functool", "kernel"}},
+		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"functool", "idempotency", "kernel"}},
 		{Dir: "store", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
 		// plugins: the runtime tool host, its protocol and the Go plugin SDK
 		// (issue 18). One adapter (not Isolated): host and sdk share the
 		// generated protocol package and the handshake.
-		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "kernel"}},
+		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "kernel"}},
 		// functool: typed function tools over the kernel's tool contract,
 		// shared by compiled tools and plugin tools alike.
 		{Dir: "functool", Level: 2, MayImport: []string{"kernel"}},
+		// idempotency: a tool call's key, derived where the pair and run
+		// are known and read where the call runs (compiled tools, the
+		// plugin host), through the call's context.
+		{Dir: "idempotency", Level: 2, MayImport: []string{"kernel"}},
 		{Dir: "kernel", Level: 1, Kernel: true},
 		{Dir: "archtest", Unconstrained: true},
 	}

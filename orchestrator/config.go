@@ -138,6 +138,10 @@ type Config struct {
 	// Budget bounds tokens, tool calls and wall time over both workers.
 	Budget   Budget
 	Timeline TimelineConfig
+	// Approval says which tool calls wait for a person's approval before
+	// they run, asked through each worker engine's interaction broker
+	// (Engine.Broker; Approvals is one). The zero value asks about none.
+	Approval ApprovalConfig
 	// FinalizeTimeout bounds the wait for timeline observers on each pair
 	// event and, when there are observers, the lease release; none of it
 	// can be cut by the caller's cancellation. A lease also bounds its own
@@ -182,11 +186,13 @@ type settings struct {
 	Delivery        Delivery
 	FinalizeTimeout time.Duration
 	Started         func(*Pair)
+	Approval        ApprovalConfig
 }
 
 var (
-	roleFields = [2]string{"pair.first.role", "pair.second.role"}
-	planFields = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
+	roleFields   = [2]string{"pair.first.role", "pair.second.role"}
+	planFields   = [2]string{"pair.first.engine.plans", "pair.second.engine.plans"}
+	brokerFields = [2]string{"pair.first.engine.broker", "pair.second.engine.broker"}
 )
 
 // task is what one pair brings to its settings: its ID, and its task as
@@ -281,6 +287,18 @@ func (c *Config) normalizeShared() (settings, error) {
 	if err := c.Timeline.normalize(); err != nil {
 		return n, err
 	}
+	if err := c.Approval.normalize(); err != nil {
+		return n, err
+	}
+	if !c.Approval.Policy.IsNever() {
+		// Without a broker every question fails and no asked-about call
+		// could ever run: refuse the pair instead.
+		for i, w := range [2]*workers.Config{&c.First, &c.Second} {
+			if w.Engine.Broker == nil {
+				return n, bound.Missing(brokerFields[i])
+			}
+		}
+	}
 	switch {
 	case c.FinalizeTimeout == 0:
 		c.FinalizeTimeout = DefaultFinalizeTimeout
@@ -291,7 +309,7 @@ func (c *Config) normalizeShared() (settings, error) {
 		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
 		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
-		Started: c.Started,
+		Started: c.Started, Approval: c.Approval,
 	}, nil
 }
 

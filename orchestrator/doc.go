@@ -50,6 +50,17 @@
 // Team closes that crew instead of lending it again; a stop after the pair
 // has ended reaches nothing.
 //
+// Every tool call of a pair carries its idempotency key (package
+// idempotency: derived from the pair, run and call IDs) on the call's
+// context, and under an approval policy (Config.Approval) it runs behind
+// the kernel's guard mechanism with a guard that asks before the call runs:
+// the question goes through the worker engine's interaction broker, so it
+// and its end are run events in the pair timeline, and its answer is bound
+// to a digest of the exact call (CallDigest). Approvals is a broker that
+// holds such questions for an answer by pair, question ID and digest. Both
+// live in approval*.go; the plan each worker's engine leases keeps the pair
+// plan's ID and definitions, so its identity is unchanged.
+//
 // Run plays the whole pair on the calling goroutine, each worker run with
 // engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on
 // a goroutine of its own. Config.Started hands the pair to other goroutines

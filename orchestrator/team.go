@@ -15,7 +15,9 @@ import (
 type crew struct {
 	workers [2]*workers.Worker
 	relays  [2]relay
-	pair    *Pair // the pair the crew is lent to; nil while idle
+	plans   [2]workerPlans // each worker's view of the pair's plans (approvalplan.go)
+	runs    [2]runTap      // each worker's current run
+	pair    *Pair          // the pair the crew is lent to; nil while idle
 }
 
 // build builds the workers from the host's worker configs with the pair's
@@ -23,7 +25,12 @@ type crew struct {
 // tool-call budget is set) and the relay observer (Live delivery).
 func (c *crew) build(cfg *Config, n settings) error {
 	for i, wc := range [2]workers.Config{cfg.First, cfg.Second} {
-		wc.Engine.Plans = n.Plans
+		c.plans[i] = workerPlans{inner: n.Plans, c: c, w: i, approval: n.Approval}
+		wc.Engine.Plans = &c.plans[i]
+		if wc.Engine.IDs != nil {
+			c.runs[i].inner = wc.Engine.IDs
+			wc.Engine.IDs = &c.runs[i]
+		}
 		if b := n.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
 			wc.Engine.Provider = &metered{inner: wc.Engine.Provider, c: c}
 		}

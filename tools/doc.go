@@ -36,6 +36,11 @@
 // directory. A reader sees the old content or the new, never a mix, and a
 // failed write leaves no temporary file behind.
 //
+// A call whose context carries an idempotency key (package idempotency)
+// that fs.write already wrote under is a no-op returning the first result;
+// Config.Journal keeps those keys across processes.
+//
 // This package must not import any provider, another adapter, or anything
-// above the kernel; it knows nothing about models or runs.
+// above the kernel but the idempotency key; it knows nothing about models
+// or runs.
 package tools

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
@@ -40,6 +41,7 @@ type FSWrite struct {
 	// tests replace them to inject the failures a real disk rarely shows.
 	rename func(root *os.Root, oldname, newname string) error
 	sync   func(root *os.Root, dir string) error
+	keys   *writeKeys
 }
 
 var _ tool.Tool = (*FSWrite)(nil)
@@ -67,13 +69,17 @@ func newFSWrite(cfg Config, ws workspace) (*FSWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FSWrite{def: def, ws: ws, max: cfg.MaxWriteBytes, rename: (*os.Root).Rename, sync: syncDir}, nil
+	return &FSWrite{def: def, ws: ws, max: cfg.MaxWriteBytes, rename: (*os.Root).Rename, sync: syncDir,
+		keys: &writeKeys{dir: cfg.Journal}}, nil
 }
 
 // Definition returns the tool's definition.
 func (t *FSWrite) Definition() tool.Definition { return t.def }
 
-// Execute writes the file and returns {"path": ..., "bytes": N}. Mistakes
+// Execute writes the file and returns {"path": ..., "bytes": N}. A call
+// whose context carries the idempotency key of a write this tool already
+// made (Config.Journal) is not written again: it returns that write's
+// result and touches no file. Mistakes
 // the model can fix are problem results. An I/O failure before the rename
 // is a definitive execution error (the file is unchanged; directories the
 // write created stay); a failure of the rename or of syncing the directory
@@ -92,6 +98,21 @@ func (t *FSWrite) Execute(ctx context.Context, call tool.Call, _ tool.Reporter) 
 	if len(content) > t.max {
 		return tool.NewProblemResult(call.ID(),
 			problem.Must(CodeTooLarge, "the content is larger than "+strconv.Itoa(t.max)+" bytes"), "")
+	}
+	key, keyed := idempotency.FromContext(ctx)
+	if keyed {
+		if _, err := idempotency.Parse(key.String()); err != nil {
+			keyed = false // not a name to file it under: write without one
+		}
+	}
+	if keyed {
+		defer t.keys.lock(key)()
+		switch res, found, conflict := t.keys.done(key, call.ArgumentsString()); {
+		case conflict:
+			return tool.Result{}, tool.Fail(call.ID(), problemKeyConflict)
+		case found:
+			return tool.NewResult(call.ID(), res)
+		}
 	}
 	rel, prob, err := t.ws.target(p)
 	if err != nil {
@@ -112,7 +133,13 @@ func (t *FSWrite) Execute(ctx context.Context, call tool.Call, _ tool.Reporter) 
 	case !prob.IsZero():
 		return tool.NewProblemResult(call.ID(), prob, "")
 	}
-	return tool.NewResult(call.ID(), `{"path":`+strconv.Quote(path.Clean(filepath.ToSlash(p)))+`,"bytes":`+strconv.Itoa(len(content))+`}`)
+	res := `{"path":` + strconv.Quote(path.Clean(filepath.ToSlash(p))) + `,"bytes":` + strconv.Itoa(len(content)) + `}`
+	if keyed {
+		// The file is written: a journal that fails to record it only
+		// means a repeat writes the same content again.
+		_ = t.keys.record(key, call.ArgumentsString(), res)
+	}
+	return tool.NewResult(call.ID(), res)
 }
 
 // uncertainError marks a failure after which the target may already hold

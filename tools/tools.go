@@ -51,6 +51,13 @@ type Config struct {
 	// MaxWriteBytes is the largest content fs.write writes:
 	// 1..bound.MaxToolArgumentsBytes, default DefaultMaxWriteBytes.
 	MaxWriteBytes int
+	// Journal is a directory where fs.write records the idempotency keys
+	// of the writes it made (one small file per key), so that a call
+	// repeated with the same key, in this process or a later one, is a
+	// no-op that returns the first result. It must exist, and belongs
+	// outside Root, where no tool can reach it. Empty keeps the keys in
+	// memory for the life of the tool (at most MaxRememberedKeys).
+	Journal string
 }
 
 func (c Config) normalize() (Config, workspace, error) {
@@ -58,6 +65,11 @@ func (c Config) normalize() (Config, workspace, error) {
 	if err != nil {
 		return c, ws, err
 	}
+	journal, err := openJournal(c.Journal)
+	if err != nil {
+		return c, ws, bound.Malformedf("tools.journal", "must be an existing directory")
+	}
+	c.Journal = journal
 	if c.MaxReadBytes == 0 {
 		c.MaxReadBytes = DefaultMaxReadBytes
 	}

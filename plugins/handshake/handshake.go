@@ -27,6 +27,10 @@ const (
 	EnvProtocols = "SPICE_PLUGIN_PROTOCOLS"
 	// AuthMetadata is the gRPC metadata key of the host's authentication.
 	AuthMetadata = "x-spice-plugin-auth"
+	// IdempotencyMetadata is the gRPC metadata key of a call's idempotency
+	// key on Execute: 64 lower-case hex characters, derived from the pair,
+	// run and call IDs, the same each time the call is delivered.
+	IdempotencyMetadata = "x-spice-idempotency-key"
 	// NetworkUnix and NetworkTCP are the networks a plugin may listen on.
 	NetworkUnix = "unix"
 	NetworkTCP  = "tcp"

@@ -193,7 +193,7 @@ func TestP3_ManifestIdentityChecked(t *testing.T) {
 			write = i
 		}
 	}
-	require.Equal(t, []string{"blob", "echo", "fail_definitive", "fail_uncertain", "hold", "problem", "progress",
+	require.Equal(t, []string{"blob", "echo", "fail_definitive", "fail_uncertain", "hold", "idempotency_key", "problem", "progress",
 		"slow", "slow_inflight", "write", "write_file"}, names)
 	require.Equal(t, tool.Mutating, m.Tools[write].Effect())
 	require.True(t, m.Tools[write].HasCapability(tool.FilesystemWrite))

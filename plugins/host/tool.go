@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/plugins/handshake"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
@@ -76,7 +79,12 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 	stop := context.AfterFunc(p.forced, cancel)
 	defer stop()
 	c := &callState{t: t, ctx: ctx, cctx: cctx, call: call}
-	stream, err := p.conn.NewStream(noDeadline{cctx}, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
+	sctx := cctx
+	if k, ok := idempotency.FromContext(ctx); ok {
+		// Metadata, as the protobuf messages are frozen (PROTOCOL.md).
+		sctx = metadata.AppendToOutgoingContext(sctx, handshake.IdempotencyMetadata, k.String())
+	}
+	stream, err := p.conn.NewStream(noDeadline{sctx}, &pb.PluginService_ServiceDesc.Streams[0], pb.PluginService_Execute_FullMethodName, p.callOpts...)
 	if err != nil {
 		// Nothing left the host.
 		if ctx.Err() != nil {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/tool"
@@ -320,6 +321,13 @@ func (s *server) execute(ctx context.Context, req *pb.ExecuteRequest, r tool.Rep
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
 		defer cancel()
+	}
+	// The host's idempotency key reaches the tool as a compiled tool
+	// gets it; a malformed one is dropped, not trusted.
+	if v := metadata.ValueFromIncomingContext(ctx, handshake.IdempotencyMetadata); len(v) == 1 {
+		if k, err := idempotency.Parse(v[0]); err == nil {
+			ctx = idempotency.WithKey(ctx, k)
+		}
 	}
 	res, err := s.d.Dispatch(ctx, call, r)
 	if err == nil {

@@ -31,6 +31,9 @@ var Version = ""
 // Env is what the commands use of the process.
 type Env struct {
 	Stdout, Stderr io.Writer
+	// Stdin is where `run` reads a person's approvals, when it is a
+	// terminal; nil reads nothing.
+	Stdin io.Reader
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
 

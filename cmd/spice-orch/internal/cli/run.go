@@ -33,6 +33,11 @@ type runFlags struct {
 	store     string
 	noStore   bool
 	otel      bool
+
+	approve        string
+	approveSet     bool
+	approveTimeout time.Duration
+	approveFrom    string
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -65,6 +70,19 @@ Ctrl-C cancels the pair cleanly: the active run is cancelled, no further
 run starts, and the timeline ends with one pair.cancelled (exit 130). A
 second Ctrl-C exits at once.
 
+--approve POLICY (or the spec's approve:) makes tool calls wait for a
+person's approval before they run: never (the default), mutating (every
+tool with side effects), all, or tool names separated by commas. On a
+terminal each question shows the worker, the tool, its effect and its
+arguments, and waits for y or n on standard input; no answer within
+--approve-timeout (default 5m) denies the call. A denied call does not
+run: the model gets an approval_denied or approval_timeout result and can
+change course. With --json, or when standard input is not a terminal, a
+policy other than never needs --approve-from FILE: JSON lines, one answer
+per question in order, like {"answer":"approve"} or
+{"answer":"deny","tool":"fs.write"} (tool, call, worker and digest, when
+given, must match the question, or it is denied).
+
 Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 		Example: `  # The built-in pair, offline:
   spice-orch run
@@ -76,6 +94,12 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
   OPENAI_API_KEY=sk-... spice-orch run examples/openai-pair.yaml
   OPENAI_BASE_URL=http://localhost:11434/v1 spice-orch run examples/openai-pair.yaml
 
+  # Ask before each tool with side effects runs (y/n on the terminal):
+  spice-orch run --approve mutating
+
+  # The same for a script: answers from a file of JSON lines:
+  spice-orch run --json --approve mutating --approve-from answers.jsonl
+
   # JSON lines for a program, without recording:
   spice-orch run --json --no-store | jq -c 'select(.kind == "pair.handoff")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -86,9 +110,10 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 			if cmd.Flags().Changed("task") && f.task == "" {
 				return usageErr(errors.New("--task must not be empty"))
 			}
-			if err := notEmpty(cmd, "store", "workspace"); err != nil {
+			if err := notEmpty(cmd, "store", "workspace", "approve-from"); err != nil {
 				return err
 			}
+			f.approveSet = cmd.Flags().Changed("approve")
 			return runPair(cmd.Context(), env, f, args)
 		},
 	}
@@ -100,6 +125,9 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 	fl.BoolVar(&f.noStore, "no-store", false, "record nothing")
 	cmd.MarkFlagsMutuallyExclusive("store", "no-store")
 	fl.BoolVar(&f.otel, "otel", false, otelHelp)
+	fl.StringVar(&f.approve, "approve", "", "which tool calls wait for your approval: never, mutating, all, or tool names separated by commas (default: the spec's approve, else never)")
+	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
+	fl.StringVar(&f.approveFrom, "approve-from", "", "answer approvals from this file of JSON lines, one {\"answer\":\"approve\"|\"deny\"} per question in order (for scripts and --json)")
 	return cmd
 }
 
@@ -120,6 +148,10 @@ func loadSpec(args []string) (spec.Spec, error) {
 
 func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	s, err := loadSpec(args)
+	if err != nil {
+		return err
+	}
+	appr, err := setUpApproval(env, f, s)
 	if err != nil {
 		return err
 	}
@@ -158,7 +190,18 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		pr.r = render.New(out, render.Options{Color: colorful(out, env.Getenv)})
 	}
 	opts := compose.Options{Spec: s, Task: f.task, Workspace: dir, PairID: pairID, Getenv: env.Getenv,
-		Timeline: []eventlog.Observer{pr}}
+		Timeline: []eventlog.Observer{pr}, Approval: appr.cfg}
+	if appr.broker != nil {
+		opts.Broker = appr.broker
+	}
+	if stPath != "" {
+		// Beside the store: a resumed pair's repeated writes find the
+		// keys of the first ones.
+		opts.Journal = filepath.Join(filepath.Dir(stPath), "fs.write-keys")
+		if err := os.MkdirAll(opts.Journal, 0o700); err != nil {
+			return failed(fmt.Errorf("fs.write journal: %w", err))
+		}
+	}
 	var rec *recording
 	var plugins *pluginRecorder
 	if st != nil {
@@ -215,6 +258,9 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if !f.json {
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
 		pluginHeader(out, built)
+	}
+	if appr.start != nil {
+		appr.start(ctx)
 	}
 	pair, err := orchestrator.Start(ctx, built.Config)
 	if err != nil {

@@ -66,6 +66,11 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
+	// A spec that asks for approvals must not run its tools unasked: this
+	// server has no way to ask yet.
+	if s.Approve != "" && s.Approve != "never" {
+		return refuse("approve", "this server cannot ask for approvals; run the spec with `spice-orch run`")
+	}
 	scripted := true
 	for i, w := range s.Workers {
 		if w.Provider != spec.Scripted {

@@ -18,6 +18,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/engine"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/interaction"
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
@@ -63,6 +64,19 @@ type Options struct {
 	// the first plan's activation during Build, restarts while the pair
 	// plays, drains at Close. It must return quickly.
 	PluginEvents func(host.Event)
+	// Approval is which tool calls wait for a person's approval, and how
+	// long; Broker carries the questions (an *orchestrator.Approvals).
+	// A policy other than never needs a Broker.
+	Approval orchestrator.ApprovalConfig
+	Broker   interaction.Broker
+	// Journal is the directory where fs.write records the idempotency
+	// keys of its writes (tools.Config.Journal); "" keeps them in memory.
+	Journal string
+}
+
+// tools is the configuration of the compiled tools.
+func (o *Options) tools() tools.Config {
+	return tools.Config{Root: o.Workspace, Journal: o.Journal}
 }
 
 // Pair is a built pair, ready for orchestrator.Start.
@@ -123,6 +137,9 @@ func Build(o Options) (*Pair, error) {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
+	if !o.Approval.Policy.IsNever() && o.Broker == nil {
+		return nil, &ConfigError{bound.Missing("approval.broker")}
+	}
 	task := o.Task
 	if task == "" {
 		task = o.Spec.Task
@@ -140,13 +157,13 @@ func Build(o Options) (*Pair, error) {
 	var err error
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, defs, err = pluginPlan(o.Workspace, "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
+		src, ident, defs, err = pluginPlan(o.tools(), "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
 		if err != nil {
 			return nil, err
 		}
 		plans, p.plugins = src, src
 		p.closers = append(p.closers, func() { _ = src.Close() })
-	} else if plans, ident, defs, err = buildPlan(o.Workspace, "plan-"+o.PairID); err != nil {
+	} else if plans, ident, defs, err = buildPlan(o.tools(), "plan-"+o.PairID); err != nil {
 		return nil, err
 	}
 	names := sortedNames(defs)
@@ -185,14 +202,15 @@ func Build(o Options) (*Pair, error) {
 		Pattern: pattern, Task: task, Policy: policy, MaxRounds: l.MaxRounds,
 		Budget:   orchestrator.Budget{Tokens: l.Tokens, ToolCalls: l.ToolCalls, WallTime: l.WallTime},
 		Timeline: orchestrator.TimelineConfig{Required: required},
+		Approval: o.Approval,
 	}
 	return p, nil
 }
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
 // the workspace, behind one dispatcher.
-func buildPlan(workspace, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
-	ts, err := tools.New(tools.Config{Root: workspace})
+func buildPlan(tc tools.Config, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
+	ts, err := tools.New(tc)
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
@@ -243,7 +261,7 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 	if err != nil {
 		return workers.Config{}, err
 	}
-	eng := engine.Config{Provider: prov, IDs: &id.Counter{Prefix: o.PairID + "/" + w.Role + "/"}, Clock: o.Clock}
+	eng := engine.Config{Provider: prov, IDs: &id.Counter{Prefix: o.PairID + "/" + w.Role + "/"}, Clock: o.Clock, Broker: o.Broker}
 	if o.Store != nil {
 		eng.Required = []eventlog.Observer{o.Store}
 	}

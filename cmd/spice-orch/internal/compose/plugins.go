@@ -26,8 +26,8 @@ func PluginConfig(p spec.Plugin) host.Config {
 // host.Source over the compiled tools and one verified generation of each
 // plugin (plans planID-1, planID-2, ...). A plugin that cannot be verified
 // is a *ConfigError: the spec's pin or path is what the user fixes.
-func pluginPlan(workspace, planID string, ps []spec.Plugin, onEvent func(host.Event)) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
-	compiled, err := tools.New(tools.Config{Root: workspace})
+func pluginPlan(tc tools.Config, planID string, ps []spec.Plugin, onEvent func(host.Event)) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
+	compiled, err := tools.New(tc)
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}

@@ -24,7 +24,7 @@ import (
 
 // Field names, in the order a spec lists them.
 var (
-	topFields     = []string{"version", "name", "task", "pattern", "workspace", "workers", "handoff", "limits", "plugins"}
+	topFields     = []string{"version", "name", "task", "pattern", "workspace", "approve", "workers", "handoff", "limits", "plugins"}
 	workerFields  = []string{"role", "provider", "model", "system", "max_turns", "script", "openai"}
 	openaiFields  = []string{"base_url", "timeout", "temperature", "max_output_tokens"}
 	handoffFields = []string{"max_bytes", "over_bound", "task_heading", "done_marker", "headings"}
@@ -178,6 +178,9 @@ func (d *decoder) spec(root *yaml.Node) (Spec, error) {
 	}
 	if top.has("workspace") && s.Workspace == "" {
 		return s, d.fail(top.line("workspace"), "workspace", "must not be empty")
+	}
+	if err := d.approve(top, &s); err != nil {
+		return s, err
 	}
 	if !top.has("workers") {
 		return s, d.fail(root, "workers", "required: two workers")
@@ -411,4 +414,19 @@ func (d *decoder) limits(n *yaml.Node, p Pattern) (Limits, error) {
 	}
 	l.WallTime, err = d.duration(b, "wall_time", MaxTimeout)
 	return l, err
+}
+
+// approve reads the approval policy: never, mutating, all, or tool names,
+// comma-separated.
+func (d *decoder) approve(top *object, s *Spec) error {
+	v, err := d.str(top, "approve", false, 4096)
+	if err != nil || !top.has("approve") {
+		return err
+	}
+	if _, err := orchestrator.ParseApprovalPolicy(v); err != nil {
+		return d.fail(top.line("approve"), "approve",
+			"want never, mutating, all, or tool names separated by commas ("+err.Error()+")")
+	}
+	s.Approve = v
+	return nil
 }

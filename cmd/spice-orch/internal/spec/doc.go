@@ -1,7 +1,8 @@
 // Package spec owns the pair spec file of the spice-orch command: the two
 // workers (role, provider, model, system prompt, maximum turns, an inline
 // script for the scripted provider or connection options for the OpenAI
-// one), the pattern, the handoff policy, the limits and the workspace.
+// one), the pattern, the handoff policy, the limits, the workspace and the
+// approval policy.
 //
 // A spec is YAML; JSON, being YAML, is read the same way. Decoding is
 // strict and walks the yaml.v3 node tree by hand, so every mistake is

@@ -76,9 +76,14 @@ type Spec struct {
 	Pattern Pattern
 	// Workspace is the directory the file tools are confined to; optional.
 	Workspace string
-	Workers   [2]Worker
-	Handoff   Handoff
-	Limits    Limits
+	// Approve is which tool calls wait for a person's approval before
+	// they run: "never", "mutating", "all", or tool names separated by
+	// commas, as orchestrator.ParseApprovalPolicy reads it. "" means
+	// never; the command line's --approve wins.
+	Approve string
+	Workers [2]Worker
+	Handoff Handoff
+	Limits  Limits
 	// Plugins are runtime tool plugins whose tools join the pair's plan
 	// beside the compiled tools (plugins.go).
 	Plugins []Plugin

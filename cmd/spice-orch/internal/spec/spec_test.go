@@ -143,10 +143,10 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 	}
 	cases := map[string]struct{ doc, want string }{
 		"unknown top field": {minimal + "colour: red\n",
-			`s.yaml:8: unknown field "colour" (known: version, name, task, pattern, workspace, workers, handoff, limits, plugins)`},
+			`s.yaml:8: unknown field "colour" (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins)`},
 		"unknown worker field": {worker0("    temperature: 1\n"),
 			`s.yaml:6: workers[0]: unknown field "temperature" (known: role, provider, model, system, max_turns, script, openai)`},
-		"a value in a key is not echoed": {minimal + "sk-abc.def/ghi: 1\n", `s.yaml:8: unknown field (not a field name) (known: version, name, task, pattern, workspace, workers, handoff, limits, plugins)`},
+		"a value in a key is not echoed": {minimal + "sk-abc.def/ghi: 1\n", `s.yaml:8: unknown field (not a field name) (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins)`},
 		"wrong type":                     {worker0("    max_turns: many\n"), "s.yaml:6: workers[0].max_turns: want an integer, got a string"},
 		"turns too low":                  {worker0("    max_turns: 0\n"), "s.yaml:6: workers[0].max_turns: must be between 1 and 64"},
 		"turns too high":                 {worker0("    max_turns: 65\n"), "s.yaml:6: workers[0].max_turns: must be between 1 and 64"},
@@ -170,6 +170,8 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 			"s.yaml:6: workers[1].script: required for provider scripted (built-in scripts exist only for the roles writer and reviewer)"},
 		"version 2":  {strings.Replace(minimal, "version: 1", "version: 2", 1), "s.yaml:1: version: must be 1"},
 		"empty task": {minimal + "task: \"\"\n", "s.yaml:8: task: must not be empty (leave it out for the default task)"},
+		"bad approval policy": {minimal + "approve: fs.write,fs.write\n",
+			"s.yaml:8: approve: want never, mutating, all, or tool names separated by commas (approval.tools: malformed: names fs.write twice)"},
 		"duplicate field": {strings.Replace(minimal, "pattern: review\n", "pattern: review\npattern: relay\n", 1),
 			"s.yaml:3: pattern: field given twice"},
 		"anchor":        {strings.Replace(minimal, "provider: scripted\n  - role: reviewer", "provider: &p scripted\n  - role: reviewer", 1), "s.yaml:5: anchors and aliases are not supported"},
@@ -240,3 +242,14 @@ func TestDecodeFileErrors(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestR1_SpecNamesTheApprovalPolicy(t *testing.T) {
+	for _, v := range []string{"never", "mutating", "all", "fs.write", "fs.write, text.stats"} {
+		s, err := spec.Decode("s.yaml", []byte(minimal+"approve: "+v+"\n"))
+		require.NoError(t, err, v)
+		require.Equal(t, v, s.Approve)
+	}
+	s, err := spec.Decode("s.yaml", []byte(minimal))
+	require.NoError(t, err)
+	require.Empty(t, s.Approve, "no field: never")
+}
