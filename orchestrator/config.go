@@ -136,8 +136,18 @@ type Config struct {
 	// DefaultMaxRounds. A Relay has one round.
 	MaxRounds int
 	// Budget bounds tokens, tool calls and wall time over both workers.
-	Budget   Budget
-	Timeline TimelineConfig
+	Budget Budget
+	// OnLimit is StopAtLimit (the default) or AnswerAtLimit: when max
+	// rounds or a budget ends the pair, the worker holding the latest
+	// draft gets one last model operation, without tools, for its best
+	// final answer (finalanswer.go).
+	OnLimit OnLimit
+	// FinalAnswerReserve is the share of the token and wall-time budgets
+	// kept back for the final answer: more than 0 and at most
+	// MaxFinalAnswerReserve; 0 means DefaultFinalAnswerReserve. Only with
+	// AnswerAtLimit.
+	FinalAnswerReserve float64
+	Timeline           TimelineConfig
 	// FinalizeTimeout bounds the wait for timeline observers on each pair
 	// event and, when there are observers, the lease release; none of it
 	// can be cut by the caller's cancellation. A lease also bounds its own
@@ -178,7 +188,8 @@ type settings struct {
 	Pattern         Pattern
 	Policy          handoff.Policy
 	MaxRounds       int
-	Budget          Budget
+	Budget          Budget // what the pattern may spend: the final answer's reserve kept back
+	Final           finalSettings
 	Delivery        Delivery
 	FinalizeTimeout time.Duration
 	Started         func(*Pair)
@@ -278,6 +289,10 @@ func (c *Config) normalizeShared() (settings, error) {
 	if c.Budget.Tokens < 0 || c.Budget.ToolCalls < 0 || c.Budget.WallTime < 0 {
 		return n, bound.Malformedf("pair.budget", "limits must not be negative")
 	}
+	final, err := c.normalizeFinal()
+	if err != nil {
+		return n, err
+	}
 	if err := c.Timeline.normalize(); err != nil {
 		return n, err
 	}
@@ -290,7 +305,7 @@ func (c *Config) normalizeShared() (settings, error) {
 	return settings{
 		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
-		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+		Budget: c.Budget, Final: final, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started,
 	}, nil
 }

@@ -15,7 +15,8 @@ import (
 type crew struct {
 	workers [2]*workers.Worker
 	relays  [2]relay
-	pair    *Pair // the pair the crew is lent to; nil while idle
+	final   [2]*finalParts // with Config.OnLimit AnswerAtLimit
+	pair    *Pair          // the pair the crew is lent to; nil while idle
 }
 
 // build builds the workers from the host's worker configs with the pair's
@@ -24,6 +25,7 @@ type crew struct {
 func (c *crew) build(cfg *Config, n settings) error {
 	for i, wc := range [2]workers.Config{cfg.First, cfg.Second} {
 		wc.Engine.Plans = n.Plans
+		host := wc.Engine.Provider
 		if b := n.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
 			wc.Engine.Provider = &metered{inner: wc.Engine.Provider, c: c}
 		}
@@ -33,6 +35,9 @@ func (c *crew) build(cfg *Config, n settings) error {
 			// it) only once the host's observers, a store, took it, and
 			// not at all when one refused it.
 			wc.Engine.Required = append(slices.Clone(wc.Engine.Required), &c.relays[i])
+		}
+		if n.Final.on {
+			c.keepFinal(i, wc, host)
 		}
 		w, err := workers.New(wc)
 		if err != nil {
