@@ -186,6 +186,9 @@ func Build(o Options) (*Pair, error) {
 		Budget:   orchestrator.Budget{Tokens: l.Tokens, ToolCalls: l.ToolCalls, WallTime: l.WallTime},
 		Timeline: orchestrator.TimelineConfig{Required: required},
 	}
+	if l.FinalAnswer {
+		p.Config.OnLimit, p.Config.FinalAnswerReserve = orchestrator.AnswerAtLimit, l.FinalAnswerReserve
+	}
 	return p, nil
 }
 
