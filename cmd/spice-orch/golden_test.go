@@ -16,20 +16,24 @@ import (
 // clock); `go test -run Golden -update` rewrites the files.
 func TestO7_OfflinePairsMatchTheirGoldenTimelines(t *testing.T) {
 	t.Parallel()
-	cases := map[string]func(t *testing.T) []string{
-		"builtin":     func(*testing.T) []string { return nil },
-		"review-pair": func(*testing.T) []string { return []string{"../../examples/review-pair.yaml"} },
-		"plugin-pair": func(t *testing.T) []string {
+	cases := map[string]struct {
+		code int // final-answer ends max_rounds, as it should
+		args func(t *testing.T) []string
+	}{
+		"builtin":      {0, func(*testing.T) []string { return nil }},
+		"review-pair":  {0, func(*testing.T) []string { return []string{"../../examples/review-pair.yaml"} }},
+		"final-answer": {1, func(*testing.T) []string { return []string{"../../examples/final-answer.yaml"} }},
+		"plugin-pair": {0, func(t *testing.T) []string {
 			specPath, _, _ := pinnedExample(t)
 			return []string{specPath}
-		},
+		}},
 	}
-	for name, args := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			argv := append([]string{"run", "--json", "--no-store", "--workspace", t.TempDir()}, args(t)...)
+			argv := append([]string{"run", "--json", "--no-store", "--workspace", t.TempDir()}, c.args(t)...)
 			r := spiceOrch(t, env(t), argv...)
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, c.code, r.code, r.stderr)
 			pairtest.Golden(t, filepath.Join("testdata", "golden", name+".jsonl"), []byte(r.stdout), pairdiff.Options{})
 		})
 	}
