@@ -289,7 +289,7 @@ func (c *Config) normalizeShared() (settings, error) {
 	if c.Budget.Tokens < 0 || c.Budget.ToolCalls < 0 || c.Budget.WallTime < 0 {
 		return n, bound.Malformedf("pair.budget", "limits must not be negative")
 	}
-	final, err := c.normalizeFinal()
+	final, work, err := c.normalizeFinal()
 	if err != nil {
 		return n, err
 	}
@@ -305,7 +305,7 @@ func (c *Config) normalizeShared() (settings, error) {
 	return settings{
 		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
-		Budget: c.Budget, Final: final, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+		Budget: work, Final: final, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started,
 	}, nil
 }

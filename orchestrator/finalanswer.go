@@ -79,39 +79,41 @@ type finalSettings struct {
 	wall   time.Duration // the whole wall-time budget; 0 for none
 }
 
-// normalizeFinal validates the option and, when it is on, keeps the
-// reserve back from the budget the pattern may spend.
-func (c *Config) normalizeFinal() (finalSettings, error) {
+// normalizeFinal validates the option and returns it with the budget the
+// pattern may spend: c.Budget, less the reserve when the option is on.
+// c.Budget itself is left as the host gave it.
+func (c *Config) normalizeFinal() (finalSettings, Budget, error) {
+	work := c.Budget
 	switch c.OnLimit {
 	case StopAtLimit:
 		if c.FinalAnswerReserve != 0 {
-			return finalSettings{}, bound.Conflicting("pair.final_answer_reserve", "needs on_limit final_answer")
+			return finalSettings{}, work, bound.Conflicting("pair.final_answer_reserve", "needs on_limit final_answer")
 		}
-		return finalSettings{}, nil
+		return finalSettings{}, work, nil
 	case AnswerAtLimit:
 	default:
-		return finalSettings{}, bound.Malformedf("pair.on_limit", "must be stop or final_answer")
+		return finalSettings{}, work, bound.Malformedf("pair.on_limit", "must be stop or final_answer")
 	}
 	r := c.FinalAnswerReserve
 	switch {
 	case r == 0:
 		r = DefaultFinalAnswerReserve
 	case !(r > 0 && r <= MaxFinalAnswerReserve):
-		return finalSettings{}, bound.Malformedf("pair.final_answer_reserve", "must be more than 0 and at most 0.5")
+		return finalSettings{}, work, bound.Malformedf("pair.final_answer_reserve", "must be more than 0 and at most 0.5")
 	}
 	c.FinalAnswerReserve = r
 	f := finalSettings{on: true, tokens: c.Budget.Tokens, wall: c.Budget.WallTime}
 	if t := c.Budget.Tokens; t > 0 {
-		c.Budget.Tokens = t - max(int64(float64(t)*r), 1)
-		if c.Budget.Tokens < 1 {
-			return finalSettings{}, bound.Malformedf("pair.final_answer_reserve", "leaves no token for the pair")
+		work.Tokens = t - max(int64(float64(t)*r), 1)
+		if work.Tokens < 1 {
+			return finalSettings{}, work, bound.Malformedf("pair.final_answer_reserve", "leaves no token for the pair")
 		}
 	}
 	if w := c.Budget.WallTime; w > 0 {
-		c.Budget.WallTime = w - time.Duration(float64(w)*r)
+		work.WallTime = w - time.Duration(float64(w)*r)
 	}
 	// A tool-call budget needs no reserve: the final answer calls none.
-	return f, nil
+	return f, work, nil
 }
 
 // finalParts is what a crew keeps of a worker's config to build its

@@ -294,3 +294,26 @@ func TestO7_FinalAnswerPayloadRoundTrips(t *testing.T) {
 	require.Equal(t, e, got)
 	require.True(t, strings.HasSuffix(string(e.AppendJSON(nil)), `"final_answer":"writer"}`))
 }
+
+func TestO5_TeamPairsEachGiveTheirFinalAnswer(t *testing.T) {
+	h := newHarness(t, orchestrator.ReviewLoop,
+		script{enginetest.Answer("Draft A."), enginetest.Answer("Final A."), enginetest.Answer("Draft B."), enginetest.Answer("Final B.")},
+		script{enginetest.Answer("No."), enginetest.Answer("No.")})
+	h.cfg.MaxRounds = 1
+	h.cfg.OnLimit = orchestrator.AnswerAtLimit
+	h.cfg.Budget.Tokens = 1000
+	team, err := orchestrator.NewTeam(h.cfg)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, team.Close(context.Background())) }()
+	for i, want := range []string{"Final A.", "Final B."} {
+		p, err := team.Run(context.Background(), "pair-"+string(rune('a'+i)), task)
+		require.NoError(t, err)
+		res, err := p.Wait(context.Background())
+		require.ErrorIs(t, err, orchestrator.ErrMaxRounds)
+		require.Equal(t, want, res.Final.Text())
+		require.Equal(t, "writer", res.FinalAnswer)
+		fa := finalAnswers(timeline(t, p))
+		require.Len(t, fa, 1)
+		require.Equal(t, int64(1000-30), fa[0].Tokens, "each pair meters its own budget")
+	}
+}
