@@ -35,7 +35,7 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "pairdiff", "kernel"}},
 		// proof sits above server (DESIGN.md: layer 8): its alternate
 		// client is the real serve SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,
@@ -67,6 +67,10 @@ func Layers() []Unit {
 		// are known and read where the call runs (compiled tools, the
 		// plugin host), through the call's context.
 		{Dir: "idempotency", Level: 2, MayImport: []string{"kernel"}},
+		// pairdiff: the first divergence of two recorded timelines, and
+		// golden timeline files for tests. It reads canonical JSON lines
+		// and knows no pair type, so everything above can use it.
+		{Dir: "pairdiff", Level: 2, MayImport: []string{"kernel"}},
 		{Dir: "kernel", Level: 1, Kernel: true},
 		{Dir: "archtest", Unconstrained: true},
 	}

@@ -136,8 +136,18 @@ type Config struct {
 	// DefaultMaxRounds. A Relay has one round.
 	MaxRounds int
 	// Budget bounds tokens, tool calls and wall time over both workers.
-	Budget   Budget
-	Timeline TimelineConfig
+	Budget Budget
+	// OnLimit is StopAtLimit (the default) or AnswerAtLimit: when max
+	// rounds or a budget ends the pair, the worker holding the latest
+	// draft gets one last model operation, without tools, for its best
+	// final answer (finalanswer.go).
+	OnLimit OnLimit
+	// FinalAnswerReserve is the share of the token and wall-time budgets
+	// kept back for the final answer: more than 0 and at most
+	// MaxFinalAnswerReserve; 0 means DefaultFinalAnswerReserve. Only with
+	// AnswerAtLimit.
+	FinalAnswerReserve float64
+	Timeline           TimelineConfig
 	// Approval says which tool calls wait for a person's approval before
 	// they run, asked through each worker engine's interaction broker
 	// (Engine.Broker; Approvals is one). The zero value asks about none.
@@ -182,7 +192,8 @@ type settings struct {
 	Pattern         Pattern
 	Policy          handoff.Policy
 	MaxRounds       int
-	Budget          Budget
+	Budget          Budget // what the pattern may spend: the final answer's reserve kept back
+	Final           finalSettings
 	Delivery        Delivery
 	FinalizeTimeout time.Duration
 	Started         func(*Pair)
@@ -284,6 +295,10 @@ func (c *Config) normalizeShared() (settings, error) {
 	if c.Budget.Tokens < 0 || c.Budget.ToolCalls < 0 || c.Budget.WallTime < 0 {
 		return n, bound.Malformedf("pair.budget", "limits must not be negative")
 	}
+	final, work, err := c.normalizeFinal()
+	if err != nil {
+		return n, err
+	}
 	if err := c.Timeline.normalize(); err != nil {
 		return n, err
 	}
@@ -308,7 +323,7 @@ func (c *Config) normalizeShared() (settings, error) {
 	return settings{
 		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
-		Budget: c.Budget, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+		Budget: work, Final: final, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started, Approval: c.Approval,
 	}, nil
 }

@@ -40,6 +40,8 @@ func DecodePayload(kind string, raw []byte) (eventlog.Payload, error) {
 		p, err = readStarted(raw)
 	case kind == KindHandoff:
 		p, err = readHandedOff(raw)
+	case kind == KindFinalAnswer:
+		p, err = readFinalAnswer(raw)
 	case Terminal(kind):
 		p, err = readEnded(kind, raw)
 	default:
@@ -123,6 +125,7 @@ func readEnded(kind string, raw []byte) (eventlog.Payload, error) {
 		message = r.OptionalString("message")
 		r.End()
 	}
+	p.FinalAnswer = r.OptionalString("final_answer")
 	if err := r.Close(); err != nil {
 		return nil, err
 	}

@@ -115,6 +115,8 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add("pair.started", []byte(`{"pair_id":"p-1","plan_id":"plan-1","plan_fingerprint":"`+strings.Repeat("0", 64)+`","pattern":"relay","workers":{"first":"writer","second":"reviewer"}}`))
 	f.Add("pair.failed", []byte(`{"pair_id":"p-1","reason":"worker_failed","rounds":1,"runs":1,"input_tokens":0,"output_tokens":0,"tool_calls":0,"worker":"writer","run_id":"run-1","problem":{"code":"x","message":"y"}}`))
 	f.Add("model.delta", []byte(`{"worker":"w","run_id":"r","run_seq":1,"payload":{"text":"hi"}}`))
+	f.Add("pair.final_answer", []byte(`{"worker":"writer","reason":"budget_exhausted","limit":"tokens","tokens":12}`))
+	f.Add("pair.failed", []byte(`{"pair_id":"p-1","reason":"max_rounds","rounds":1,"runs":3,"input_tokens":0,"output_tokens":0,"tool_calls":0,"final_answer":"writer"}`))
 	f.Fuzz(func(t *testing.T, kind string, raw []byte) {
 		p, err := orchestrator.DecodePayload(kind, raw)
 		if err != nil {

@@ -21,6 +21,16 @@
 // tool call over the tool-call budget; a timer stops it at the wall-time
 // budget.
 //
+// With Config.OnLimit AnswerAtLimit, a pair that max rounds or a budget
+// ends first gives the worker holding the latest draft one more run for
+// its best final answer (finalanswer.go): an ordinary kernel run on an
+// engine built from that worker's config with an empty plan, so that its
+// one model operation is offered no tool. This run alone does not use the
+// pair's plan. The pattern may spend only what the reserve leaves of the
+// token and wall-time budgets; the final answer gets the rest. The pair
+// still ends with the limit's reason; cancellation and a failed worker
+// never ask for a final answer.
+//
 // The pair timeline (O7) is a kernel eventlog.Log of its own with the same
 // gap-free Subscribe as a run log. Its kinds are defined here: pair.started,
 // pair.handoff, and one of pair.completed, pair.failed, pair.cancelled; in

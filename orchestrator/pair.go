@@ -29,6 +29,7 @@ type Pair struct {
 	tl   timeline      // the pair timeline and the memory of its relayed events
 	stop stopState     // Cancel, the budgets, and the pair's hold on its crew
 	use  meter         // what the budgets meter
+	fin  finalState    // the final answer at the limit (finalanswer.go)
 	done chan struct{} // closed when the pair has ended
 
 	// Owned by the goroutine that plays the pair until done is closed;
@@ -46,6 +47,11 @@ type progress struct {
 	final  message.Message
 	review message.Message
 	seen   [][sha256.Size]byte // the digests of every handoff so far (O5)
+	// active is the worker the pattern last turned to, and input what it
+	// was given: the final answer at the limit starts from them.
+	active  int
+	input   message.Message
+	finalBy string // the worker whose final answer at the limit is final
 }
 
 // Start validates cfg, builds both workers, leases the plan source's
@@ -104,6 +110,7 @@ func (p *Pair) open(ctx context.Context, tc *TimelineConfig) (err error) {
 		p.releaseLease()
 		return err
 	}
+	p.fin.arm(p.cfg.Final)
 	if d := p.cfg.Budget.WallTime; d > 0 {
 		p.stop.wall = time.AfterFunc(d, func() { p.halt(stopWallTime) })
 	}
@@ -165,7 +172,7 @@ func (p *Pair) Stats() eventlog.Stats { return p.tl.log.Stats() }
 
 // run plays the pattern and always finishes.
 func (p *Pair) run() {
-	p.finish(p.play())
+	p.finish(p.answerAtLimit(p.play()))
 }
 
 // play emits pair.started and follows the pattern. A panic in the pair's
@@ -216,13 +223,13 @@ func (p *Pair) finish(out outcome) {
 	ended := Ended{
 		PairID: p.task.pairID, Reason: out.reason, Limit: out.limit, Rounds: g.rounds, Runs: g.runs,
 		InputTokens: g.usage.Input(), OutputTokens: g.usage.Output(), ToolCalls: p.tl.toolCalls.Load(),
-		Worker: out.worker, RunID: out.runID, Problem: out.problem,
+		Worker: out.worker, RunID: out.runID, Problem: out.problem, FinalAnswer: g.finalBy,
 	}
 	seq, terr := p.tl.end(fctx, ended)
 	p.result = Result{
 		Reason: out.reason, Limit: out.limit, Rounds: g.rounds, Runs: g.runs,
 		Usage: g.usage, ToolCalls: ended.ToolCalls, Final: g.final, Review: g.review,
-		LastSeq: p.tl.log.Stats().LastSeq,
+		FinalAnswer: g.finalBy, LastSeq: p.tl.log.Stats().LastSeq,
 	}
 	p.err = out.error()
 	if terr != nil {

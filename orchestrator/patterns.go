@@ -81,6 +81,7 @@ type finished struct {
 // token budget is spent, and it checks again after the run: a stop that
 // arrived while the run was active ends the pair, whatever the run did.
 func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
+	p.prog.active, p.prog.input = w, msg
 	if out, stopped := p.interrupted(); stopped {
 		return finished{}, out, false
 	}

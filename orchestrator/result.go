@@ -98,6 +98,9 @@ type Result struct {
 	// Review is a ReviewLoop's last review: the second worker's last
 	// answer.
 	Review message.Message
+	// FinalAnswer names the worker whose final answer at the limit
+	// (Config.OnLimit) is Final; empty when Final came from the pattern.
+	FinalAnswer string
 	// LastSeq is the timeline's last sequence: the pair terminal.
 	LastSeq uint64
 }

@@ -48,6 +48,9 @@ func (p *Pair) halt(s stopCode) {
 		s = stopCancelled
 	}
 	p.stop.code.CompareAndSwap(uint32(stopNone), uint32(s))
+	if s == stopCancelled {
+		p.fin.cancel()
+	}
 	if !p.stop.held.CompareAndSwap(crewHeld, crewSpent) && p.stop.held.Load() != crewSpent {
 		return
 	}

@@ -17,6 +17,7 @@ type crew struct {
 	relays  [2]relay
 	plans   [2]workerPlans // each worker's view of the pair's plans (approvalplan.go)
 	runs    [2]runTap      // each worker's current run
+	final   [2]*finalParts // with Config.OnLimit AnswerAtLimit
 	pair    *Pair          // the pair the crew is lent to; nil while idle
 }
 
@@ -31,6 +32,7 @@ func (c *crew) build(cfg *Config, n settings) error {
 			c.runs[i].inner = wc.Engine.IDs
 			wc.Engine.IDs = &c.runs[i]
 		}
+		host := wc.Engine.Provider
 		if b := n.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
 			wc.Engine.Provider = &metered{inner: wc.Engine.Provider, c: c}
 		}
@@ -40,6 +42,9 @@ func (c *crew) build(cfg *Config, n settings) error {
 			// it) only once the host's observers, a store, took it, and
 			// not at all when one refused it.
 			wc.Engine.Required = append(slices.Clone(wc.Engine.Required), &c.relays[i])
+		}
+		if n.Final.on {
+			c.keepFinal(i, wc, host)
 		}
 		w, err := workers.New(wc)
 		if err != nil {

@@ -21,7 +21,7 @@ const (
 	KindCancelled = "pair.cancelled"
 )
 
-var kinds = [...]string{KindStarted, KindHandoff, KindCompleted, KindFailed, KindCancelled}
+var kinds = [...]string{KindStarted, KindHandoff, KindFinalAnswer, KindCompleted, KindFailed, KindCancelled}
 
 // Kinds yields the pair event kinds in a fixed order. A timeline also holds
 // every kernel run event kind (event.Kinds), relayed.
@@ -138,6 +138,7 @@ type Ended struct {
 	Worker       string          // optional: the worker that failed
 	RunID        id.Run          // optional: its run
 	Problem      problem.Problem // optional: the run's problem
+	FinalAnswer  string          // optional: the worker whose final answer at the limit is the result
 }
 
 // Kind returns the terminal kind for p.Reason.
@@ -170,6 +171,7 @@ func (p Ended) fields(o *eventlog.Object) {
 		o.OptionalString("message", p.Problem.Message())
 		o.End()
 	}
+	o.OptionalString("final_answer", p.FinalAnswer)
 }
 
 func (p Ended) AppendJSON(dst []byte) []byte {

@@ -45,7 +45,7 @@ func TestUsageMistakesAreNamedAndExitTwo(t *testing.T) {
 			[]string{types + ":7: workers[0].script[0].calls[0].arguments: the argument path of fs.read must be a string"}},
 		"unknown arguments are named": {[]string{"validate", unknown}, "",
 			[]string{unknown + ":7: workers[0].script[0].calls[0].arguments: fs.read has no such argument: the unknown argument mode (it takes path)"}},
-		"an unknown subcommand":   {[]string{"runs", "diff", "x", "y"}, "", []string{`unknown command "diff" for "spice-orch runs"`}},
+		"an unknown subcommand":   {[]string{"runs", "compare", "x", "y"}, "", []string{`unknown command "compare" for "spice-orch runs"`}},
 		"an empty --store (run)":  {[]string{"run", "--store", ""}, "", []string{"--store must not be empty"}},
 		"an empty --store (runs)": {[]string{"runs", "list", "--store", ""}, "", []string{"--store must not be empty"}},
 		"--workspace names a file": {[]string{"run", "--workspace", valid, "--no-store"}, "",

@@ -28,10 +28,11 @@ func newRunsCmd(env Env) *cobra.Command {
 	var f runsFlags
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show and replay recorded pairs",
+		Short: "List, show, replay and compare recorded pairs",
 		Long: `Look at what recorded pairs did: 'runs list' lists them, 'runs show ID'
 shows one as a readable timeline, 'runs replay ID --json' prints its
-recorded JSON lines, byte for byte what 'run --json' printed.
+recorded JSON lines, byte for byte what 'run --json' printed, and 'runs diff
+A B' prints where two of them first part.
 
 A pair or run that a process left without a terminal (it crashed or was
 killed) is shown interrupted, and a mutating tool call that started without
@@ -62,7 +63,7 @@ read-only.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.store, "store", "", "the store to read (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
 	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: mark nothing")
-	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f))
+	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f), newDiffCmd(env, &f))
 	cmd.AddCommand(newExportTraceCmd(env, &f))
 	return cmd
 }

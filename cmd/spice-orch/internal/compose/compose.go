@@ -204,6 +204,9 @@ func Build(o Options) (*Pair, error) {
 		Timeline: orchestrator.TimelineConfig{Required: required},
 		Approval: o.Approval,
 	}
+	if l.FinalAnswer {
+		p.Config.OnLimit, p.Config.FinalAnswerReserve = orchestrator.AnswerAtLimit, l.FinalAnswerReserve
+	}
 	return p, nil
 }
 

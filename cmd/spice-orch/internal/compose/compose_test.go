@@ -201,6 +201,14 @@ func TestSpecPolicyAndLimitsReachThePair(t *testing.T) {
 	require.Equal(t, "LGTM", c.Policy.DoneMarker())
 	require.Equal(t, "Notes", c.Policy.Heading("reviewer"))
 	require.Equal(t, orchestrator.Budget{Tokens: 10, ToolCalls: 2, WallTime: time.Minute}, c.Budget)
+	require.Equal(t, orchestrator.StopAtLimit, c.OnLimit)
+
+	s.Limits.FinalAnswer, s.Limits.FinalAnswerReserve = true, 0.3
+	p2, err := compose.Build(compose.Options{Spec: s, Workspace: t.TempDir(), PairID: "p", Task: "Do it."})
+	require.NoError(t, err)
+	defer p2.Close()
+	require.Equal(t, orchestrator.AnswerAtLimit, p2.Config.OnLimit)
+	require.Equal(t, 0.3, p2.Config.FinalAnswerReserve)
 }
 
 func TestNewPairIDIsUniqueAndSortsByTime(t *testing.T) {

@@ -89,6 +89,18 @@ func (r *Renderer) Line(line []byte) error {
 		r.prefix("handoff")
 		fmt.Fprintf(&r.buf, "%s -> %s, round %d: %d bytes%s, sha256 %s\n",
 			r.paint(bold, Field(h.From)), r.paint(bold, Field(h.To)), h.Round, h.Bytes, cut, hex.EncodeToString(h.SHA256[:6]))
+	case orchestrator.FinalAnswer:
+		r.endText()
+		why := p.Reason.String()
+		if p.Limit != 0 {
+			why += " (" + p.Limit.String() + ")"
+		}
+		r.prefix("final")
+		fmt.Fprintf(&r.buf, "%s gives a final answer without tools at the limit: %s", r.paint(bold, Field(p.Worker)), Field(why))
+		if p.Tokens > 0 {
+			fmt.Fprintf(&r.buf, ", within %d tokens", p.Tokens)
+		}
+		r.buf.WriteByte('\n')
 	case orchestrator.Ended:
 		r.pairEnded(en, p)
 	case orchestrator.Relayed:
@@ -142,6 +154,9 @@ func (r *Renderer) pairEnded(en entry, e orchestrator.Ended) {
 			fmt.Fprintf(&r.buf, " problem %s: %s", Field(e.Problem.Code()), oneLine(e.Problem.Message(), 160))
 		}
 		r.buf.WriteByte('\n')
+	}
+	if e.FinalAnswer != "" {
+		fmt.Fprintf(&r.buf, "  final answer by %s, given at the limit\n", Field(e.FinalAnswer))
 	}
 	fmt.Fprintf(&r.buf, "  %s, %s, %s, %d in / %d out tokens, %s\n",
 		plural(e.Rounds, "round"), plural(e.Runs, "run"), plural(int(e.ToolCalls), "tool call"),

@@ -28,7 +28,7 @@ var (
 	workerFields  = []string{"role", "provider", "model", "system", "max_turns", "script", "openai"}
 	openaiFields  = []string{"base_url", "timeout", "temperature", "max_output_tokens"}
 	handoffFields = []string{"max_bytes", "over_bound", "task_heading", "done_marker", "headings"}
-	limitFields   = []string{"max_rounds", "budget"}
+	limitFields   = []string{"max_rounds", "budget", "on_limit", "final_answer_reserve"}
 	budgetFields  = []string{"tokens", "tool_calls", "wall_time"}
 )
 
@@ -398,6 +398,21 @@ func (d *decoder) limits(n *yaml.Node, p Pattern) (Limits, error) {
 		return l, d.fail(o.line("max_rounds"), "limits.max_rounds", "a relay has one round; max_rounds applies to pattern review")
 	}
 	l.MaxRounds = int(rounds)
+	on, err := d.enum(o, "on_limit", false, OnLimitStop, OnLimitFinalAnswer)
+	if err != nil {
+		return l, err
+	}
+	l.FinalAnswer = on == OnLimitFinalAnswer
+	reserve, err := d.number(o, "final_answer_reserve", 0.01, orchestrator.MaxFinalAnswerReserve)
+	if err != nil {
+		return l, err
+	}
+	if reserve != nil {
+		if !l.FinalAnswer {
+			return l, d.fail(o.line("final_answer_reserve"), "limits.final_answer_reserve", "applies only with on_limit: final_answer")
+		}
+		l.FinalAnswerReserve = *reserve
+	}
 	v, ok := o.values["budget"]
 	if !ok {
 		return l, nil

@@ -144,7 +144,19 @@ type Limits struct {
 	Tokens    int64
 	ToolCalls int64
 	WallTime  time.Duration
+	// FinalAnswer is on_limit: final_answer: when max rounds or a budget
+	// ends the pair, the worker holding the latest draft answers once
+	// more, without tools, within FinalAnswerReserve of the token and
+	// wall-time budgets (0: the orchestrator's default).
+	FinalAnswer        bool
+	FinalAnswerReserve float64
 }
+
+// The values of limits.on_limit.
+const (
+	OnLimitStop        = "stop"
+	OnLimitFinalAnswer = "final_answer"
+)
 
 // Builtin returns the built-in pair: a scripted writer and reviewer that
 // call the real file tools, go through one rejected round and one approved

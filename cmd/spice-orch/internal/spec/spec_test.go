@@ -216,6 +216,11 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		"budget": {minimal + "limits:\n  budget:\n    tokens: 0\n", "s.yaml:10: limits.budget.tokens: must be between 1 and 1125899906842624"},
 		"wall time": {minimal + "limits:\n  budget: {wall_time: -1s}\n",
 			"s.yaml:9: limits.budget.wall_time: must be positive and at most 24h0m0s"},
+		"on limit": {minimal + "limits:\n  on_limit: retry\n", "s.yaml:9: limits.on_limit: must be one of stop, final_answer"},
+		"reserve without final answer": {minimal + "limits:\n  final_answer_reserve: 0.1\n",
+			"s.yaml:9: limits.final_answer_reserve: applies only with on_limit: final_answer"},
+		"reserve": {minimal + "limits:\n  on_limit: final_answer\n  final_answer_reserve: 0.9\n",
+			"s.yaml:10: limits.final_answer_reserve: must be a number between 0.01 and 0.5"},
 		"budget field": {minimal + "limits:\n  budget: {money: 3}\n",
 			`s.yaml:9: limits.budget: unknown field "money" (known: tokens, tool_calls, wall_time)`},
 	}
@@ -252,4 +257,14 @@ func TestR1_SpecNamesTheApprovalPolicy(t *testing.T) {
 	s, err := spec.Decode("s.yaml", []byte(minimal))
 	require.NoError(t, err)
 	require.Empty(t, s.Approve, "no field: never")
+}
+
+func TestO5_OnLimitFinalAnswerDecodes(t *testing.T) {
+	s, err := spec.Decode("s.yaml", []byte(minimal+"limits:\n  on_limit: final_answer\n  final_answer_reserve: 0.2\n"))
+	require.NoError(t, err)
+	require.True(t, s.Limits.FinalAnswer)
+	require.Equal(t, 0.2, s.Limits.FinalAnswerReserve)
+	s, err = spec.Decode("s.yaml", []byte(minimal+"limits:\n  on_limit: stop\n"))
+	require.NoError(t, err)
+	require.False(t, s.Limits.FinalAnswer)
 }
