@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -472,8 +473,10 @@ func caseOversized(ctx context.Context, s *session) error {
 }
 
 // exited waits for t's process to exit within the exit bound, then checks
-// that its process group is empty.
-func (s *session) exited(t Target, after string) error {
+// that its process group is empty and that none of tree, its descendants
+// before it was asked to exit, still runs (a descendant that called
+// setsid is in no group of the plugin's).
+func (s *session) exited(t Target, tree []proctree.Proc, after string) error {
 	timer := time.NewTimer(s.cfg.ExitBound)
 	defer timer.Stop()
 	select {
@@ -481,7 +484,13 @@ func (s *session) exited(t Target, after string) error {
 	case <-timer.C:
 		return fmt.Errorf("the plugin still runs %v after %s", s.cfg.ExitBound, after)
 	}
-	return groupGone(t.PID())
+	if err := groupGone(t.PID()); err != nil {
+		return err
+	}
+	if err := awaitTreeGone(tree, s.cfg.ExitBound); err != nil {
+		return fmt.Errorf("after the plugin exited, %w", err)
+	}
+	return nil
 }
 
 func caseStdinEOF(ctx context.Context, s *session) error {
@@ -490,10 +499,12 @@ func caseStdinEOF(ctx context.Context, s *session) error {
 		return &launchError{err}
 	}
 	defer t.Close()
+	tree := proctree.Descendants(t.PID())
+	defer proctree.Kill(tree) // what the plugin left behind, the suite ends
 	if err := t.CloseStdin(); err != nil {
 		return err
 	}
-	return s.exited(t, "the end of stdin")
+	return s.exited(t, tree, "the end of stdin")
 }
 
 func caseShutdownRPC(ctx context.Context, s *session) error {
@@ -506,8 +517,10 @@ func caseShutdownRPC(ctx context.Context, s *session) error {
 		t.Close()
 		s.target, s.defs, s.manifest = nil, nil, nil
 	}()
+	tree := proctree.Descendants(t.PID())
+	defer proctree.Kill(tree) // what the plugin left behind, the suite ends
 	if _, err := client(t).Shutdown(authed(ctx, t), &pluginv1.ShutdownRequest{GraceMillis: 1000}); err != nil {
 		return fmt.Errorf("Shutdown: %w", err)
 	}
-	return s.exited(t, "Shutdown")
+	return s.exited(t, tree, "Shutdown")
 }

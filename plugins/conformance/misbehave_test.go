@@ -44,6 +44,8 @@ var misbehaviours = []misbehaviour{
 	// The Go fixture stops serving but does not exit.
 	{"ignore-shutdown", "ignore_shutdown", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
 	{"grandchild", "grandchild", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
+	// A descendant that called setsid: out of the group, holding the pipes.
+	{"setsid-grandchild", "setsid_grandchild", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
 }
 
 // requireEachCaught runs, for every misbehaviour, the cases it must fail

@@ -4,8 +4,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
 )
 
 // requirePythonFixture names the variable that `make test` sets when it has
@@ -53,13 +53,22 @@ func pythonFixture(t *testing.T, env ...string) ProcessLauncher {
 		skip("python3.12 not found")
 	}
 	path := filepath.Join(root, ".venv-plugins/bin/spice-plugin-fixture-python")
-	b, err := os.ReadFile(path)
+	_, err = os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		skip("the Python fixture's venv (.venv-plugins) is missing")
 	}
 	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	return ProcessLauncher{Path: path, SHA256: hex.EncodeToString(sum[:]), Env: env}
+	set := pythonFiles(root, path)
+	sum, err := pin.Digest(set, maxExecutableBytes)
+	require.NoError(t, err)
+	return ProcessLauncher{Path: path, SHA256: sum, Root: set.Root, Files: set.Files, Env: env}
+}
+
+// pythonFiles is what a pin of the Python fixture covers: its launcher,
+// its sources, the generated protocol code and the dependency lock file.
+func pythonFiles(root, launcher string) pin.Set {
+	return pin.Set{Exe: launcher, Root: filepath.Join(root, "plugins/fixtures/python"),
+		Files: []string{"gen", "requirements.txt", "spice_fixture"}}
 }
 
 func runSuite(t *testing.T, l Launcher, only ...string) []Result {

@@ -15,5 +15,5 @@ const supported = false
 
 func startTree(cmd *exec.Cmd) error { return cmd.Start() }
 
-func killGroup(int)                                     {}
+func killGroup(int)                                {}
 func waitGone(int, []proctree.Proc, time.Duration) {}

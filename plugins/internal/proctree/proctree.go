@@ -113,3 +113,12 @@ func Live(ps []Proc) []Proc {
 	}
 	return out
 }
+
+// Of returns the process pid is now, if it runs.
+func Of(pid int) (Proc, bool) {
+	s, ok := read(pid)
+	if !ok || s.state == 'Z' || s.state == 'X' {
+		return Proc{}, false
+	}
+	return Proc{PID: pid, Start: s.start}, true
+}

@@ -22,3 +22,6 @@ func Kill([]Proc) {}
 
 // Live returns nothing without /proc.
 func Live([]Proc) []Proc { return nil }
+
+// Of finds nothing without /proc.
+func Of(int) (Proc, bool) { return Proc{}, false }
