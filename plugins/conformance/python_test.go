@@ -100,3 +100,32 @@ func TestP8_PythonFixturePassesTheWholeSuite(t *testing.T) {
 	require.Equal(t, Names(), names, "every case ran, in the suite's order")
 	require.True(t, Passed(rs))
 }
+
+// The Python fixture's pin covers its modules and its lock file, not only
+// its launcher: an edit behind the launcher refuses the launch.
+func TestP1_PythonFixturePinCoversItsModulesAndLockFile(t *testing.T) {
+	base := pythonFixture(t)
+	src := t.TempDir()
+	require.NoError(t, os.CopyFS(src, os.DirFS(base.Root)))
+	for _, edit := range []string{"spice_fixture/tools.py", "requirements.txt", "gen/spiceorch/plugin/v1/plugin_pb2.py"} {
+		t.Run(edit, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "src")
+			require.NoError(t, os.CopyFS(root, os.DirFS(src)))
+			l := base
+			l.Root = root
+			sum, err := pin.Digest(pin.Set{Exe: l.Path, Root: root, Files: l.Files}, maxExecutableBytes)
+			require.NoError(t, err)
+			require.Equal(t, base.SHA256, sum, "the same files, elsewhere, have the same pin")
+			tg, err := l.Launch(context.Background(), LaunchConfig{})
+			require.NoError(t, err)
+			require.NoError(t, tg.Close())
+			f, err := os.OpenFile(filepath.Join(root, edit), os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("\n# edited behind the pin\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			_, err = l.Launch(context.Background(), LaunchConfig{})
+			require.ErrorIs(t, err, ErrDigest)
+		})
+	}
+}
