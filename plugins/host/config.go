@@ -25,6 +25,9 @@ const (
 	DefaultMaxStderrLineBytes = 1 << 10
 	DefaultMaxConcurrentCalls = 16
 	DefaultMaxBinaryBytes     = 1 << 30
+	// DefaultMaxProgress is also the protocol's bound: a plugin sends at
+	// most this many progress messages in one call (PROTOCOL.md).
+	DefaultMaxProgress = 1000
 	// killWait bounds the wait for a killed process group to vanish.
 	killWait = 5 * time.Second
 )
@@ -70,6 +73,7 @@ type Config struct {
 	MaxStderrLines     int           // lines of the stderr tail kept
 	MaxConcurrentCalls int           // calls in flight at once
 	MaxBinaryBytes     int64         // the executable's size
+	MaxProgress        int           // progress messages of one call (at most DefaultMaxProgress); more is a protocol violation
 
 	// Random is the source of launch secrets; nil means crypto/rand.
 	Random io.Reader
@@ -122,6 +126,7 @@ func (c Config) normalize() (Config, error) {
 		{&c.MaxStderrBytes, DefaultMaxStderrBytes, 16 << 20, "max_stderr_bytes"},
 		{&c.MaxStderrLines, DefaultMaxStderrLines, 1 << 16, "max_stderr_lines"},
 		{&c.MaxConcurrentCalls, DefaultMaxConcurrentCalls, 1 << 12, "max_concurrent_calls"},
+		{&c.MaxProgress, DefaultMaxProgress, DefaultMaxProgress, "max_progress"},
 	}
 	for _, d := range ints {
 		if *d.v < 0 || *d.v > d.max {

@@ -96,7 +96,6 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 	p := &Plugin{
 		cfg: cfg, secret: secret, dir: dir,
 		stderr:  &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
-		slots:   make(chan struct{}, cfg.MaxConcurrentCalls),
 		exited:  make(chan struct{}),
 		closing: make(chan struct{}),
 	}
@@ -281,6 +280,9 @@ func (p *Plugin) verify(ctx context.Context, lineCh <-chan lineResult) error {
 	if m.Bounds.MaxRequestBytes < cfg.MaxRequestBytes {
 		p.callOpts = append(p.callOpts, grpc.MaxCallSendMsgSize(m.Bounds.MaxRequestBytes))
 	}
+	// Sized by the effective bound, the smaller of the host's and the
+	// manifest's, which is known only now.
+	p.slots = make(chan struct{}, m.Bounds.MaxConcurrentCalls)
 	p.tools = make([]*Tool, len(m.Tools))
 	for i, def := range m.Tools {
 		p.tools[i] = &Tool{p: p, def: def}
