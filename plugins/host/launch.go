@@ -260,8 +260,24 @@ func (p *Plugin) verify(ctx context.Context, lineCh <-chan lineResult) error {
 		return fail(ErrStartup, "cannot connect", err)
 	}
 	p.conn, p.client = conn, pb.NewPluginServiceClient(conn)
-	resp, err := p.client.Describe(ctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
+	// A plugin that exits after its line will never answer: its exit ends
+	// the wait, not the startup bound.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	go func() {
+		select {
+		case <-p.exited:
+			dcancel()
+		case <-dctx.Done():
+		}
+	}()
+	resp, err := p.client.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
 	if err != nil {
+		select {
+		case <-p.exited:
+			return fail(ErrExited, "the plugin exited after its handshake line", err)
+		default:
+		}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(ErrStartTimeout, "no manifest within "+cfg.StartupTimeout.String(), err)
 		}
