@@ -53,6 +53,7 @@ var cases = []Case{
 	{"manifest", "the manifest names protocol 1 and a valid identity; every tool builds as a kernel tool.Definition; the tool profile is served", caseManifest},
 	{"echo", "echo returns its text as one result for the request's call ID, then the stream ends", caseEcho},
 	{"progress", "progress streams its steps for the call, then one result", caseProgress},
+	{"progress/bound", "no call sends more than 1000 progress messages: progress asked for 1001 sends at most 1000, then one outcome", caseProgressBound},
 	{"problem", "problem completes with a model-visible problem the kernel accepts", caseProblem},
 	{"error/definitive", "fail_definitive ends with a definitive execution error the kernel accepts", caseErrorDefinitive},
 	{"error/uncertain", "fail_uncertain (mutating) ends with an uncertain execution error without retry advice", caseErrorUncertain},
@@ -274,6 +275,21 @@ func caseProgress(ctx context.Context, s *session) error {
 	}
 	if len(c.progress) != 3 {
 		return fmt.Errorf("%d progress messages, want 3", len(c.progress))
+	}
+	return nil
+}
+
+// MaxProgress is the protocol's bound of progress messages in one call
+// (PROTOCOL.md); every case holds a plugin to it.
+const MaxProgress = 1000
+
+func caseProgressBound(ctx context.Context, s *session) error {
+	c, _, _, err := s.outcomeOf(ctx, "progress", fmt.Sprintf(`{"count":%d}`, MaxProgress+1))
+	if err != nil {
+		return err
+	}
+	if len(c.progress) > MaxProgress {
+		return fmt.Errorf("%d progress messages in one call", len(c.progress))
 	}
 	return nil
 }
