@@ -1,8 +1,8 @@
 package conformance
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
