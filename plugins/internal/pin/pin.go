@@ -108,7 +108,7 @@ func Digest(s Set, max int64) (string, error) {
 // exec requires the executable's mode to allow execution.
 func digest(exe string, files []file, max int64, exec bool) (string, error) {
 	budget := max
-	exeSum, err := hashFile(exe, &budget, exec)
+	exeSum, err := hashFile(exe, &budget, true, exec)
 	if err != nil {
 		return "", err
 	}
@@ -118,7 +118,7 @@ func digest(exe string, files []file, max int64, exec bool) (string, error) {
 	h := sha256.New()
 	sums := make([]string, len(files))
 	for i, f := range files {
-		if sums[i], err = hashFile(f.src, &budget, false); err != nil {
+		if sums[i], err = hashFile(f.src, &budget, false, false); err != nil {
 			return "", err
 		}
 	}
@@ -158,7 +158,9 @@ func Listing(exeSum string, files map[string]string) string {
 
 // open opens a regular file for reading without blocking on a FIFO or a
 // device, and checks what it opened.
-func open(p string, exe bool) (*os.File, os.FileInfo, error) {
+// exe says p is the executable (its errors are ErrNotExecutable); mode
+// requires its mode to allow execution.
+func open(p string, exe, mode bool) (*os.File, os.FileInfo, error) {
 	st, err := os.Lstat(p)
 	if err != nil {
 		return nil, nil, err
@@ -179,7 +181,7 @@ func open(p string, exe bool) (*os.File, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	st, err = f.Stat()
-	if err != nil || !st.Mode().IsRegular() || (exe && st.Mode().Perm()&0o111 == 0) {
+	if err != nil || !st.Mode().IsRegular() || (mode && st.Mode().Perm()&0o111 == 0) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%w: %s", notRegular(exe), p)
 	}
@@ -194,8 +196,8 @@ func notRegular(exe bool) error {
 }
 
 // hashFile hashes the file at p, taking its bytes from budget.
-func hashFile(p string, budget *int64, exe bool) (string, error) {
-	f, _, err := open(p, exe)
+func hashFile(p string, budget *int64, exe, mode bool) (string, error) {
+	f, _, err := open(p, exe, mode)
 	if err != nil {
 		return "", err
 	}
@@ -331,7 +333,7 @@ func (e *MismatchError) Error() string {
 func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 
 func copyFile(dst, src string, mode os.FileMode, budget *int64, exe bool) error {
-	in, _, err := open(src, exe)
+	in, _, err := open(src, exe, exe)
 	if err != nil {
 		return err
 	}
