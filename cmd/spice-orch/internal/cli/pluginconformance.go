@@ -29,7 +29,7 @@ func newPluginConformanceCmd(env Env) *cobra.Command {
 		Short: "Run the plugin/v1 conformance suite against a plugin",
 		Long: `conformance runs the host-owned plugin/v1 suite (plugins/conformance) against
 the plugin at PATH: handshake and secret, protocol negotiation, manifest,
-the conformance tool profile (plugins/conformance/doc.go), cancellation,
+the conformance tool profile (plugins/PROTOCOL.md), cancellation,
 deadline, unknown fields, oversized messages and shutdown. Each case
 launches or reuses a verified process; every process is stopped before
 the command returns. It prints one line per case and exits 0 when every
