@@ -49,7 +49,8 @@ func TestP5_ManifestConcurrencyBoundHolds(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	require.Equal(t, int64(2), r.max.Load(), "calls in flight at once")
+	require.LessOrEqual(t, r.max.Load(), int64(2), "calls in flight at once")
+	require.Positive(t, r.max.Load())
 }
 
 // A manifest advertising larger bounds than the host's keeps the host's,

@@ -58,7 +58,8 @@ func TestP5_SlowProgressConsumerCannotStretchTheCall(t *testing.T) {
 	elapsed := time.Since(start)
 	ee := execErr(t, err)
 	require.Equal(t, CodeTimeout, ee.Problem().Code())
-	require.Less(t, elapsed, cfg.CallTimeout+cfg.CancelGrace+r.d+time.Second, "the call's bound holds")
+	// 100 reports take 10 s; the bound and one report take 0.6 s.
+	require.Less(t, elapsed, cfg.CallTimeout+cfg.CancelGrace+r.d+3*time.Second, "the call's bound holds")
 	require.Less(t, r.n.Load(), int64(100))
 }
 
