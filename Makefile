@@ -76,7 +76,7 @@ plugins-venv:
 	elif [ ! -f $(PLUGIN_VENV)/.complete ] || [ $(PLUGIN_PY)/requirements.txt -nt $(PLUGIN_VENV)/.complete ] \
 		|| [ $(PLUGIN_PY)/mkvenv -nt $(PLUGIN_VENV)/.complete ]; then \
 		echo "making $(PLUGIN_VENV) with $(PYTHON312)"; \
-		$(PLUGIN_PY)/mkvenv "$(PYTHON312)" $(PLUGIN_VENV) $(PLUGIN_PY)/requirements.txt $(PLUGIN_LAUNCHER) $(PLUGIN_PY); \
+		$(PLUGIN_PY)/mkvenv "$(PYTHON312)" $(PLUGIN_VENV) $(PLUGIN_PY)/requirements.txt $(PLUGIN_LAUNCHER); \
 	fi
 
 ## plugins-python-test: the fixture's own unit tests (the protocol as a whole

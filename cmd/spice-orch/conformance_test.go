@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,7 +41,7 @@ func TestP8_PluginConformanceCommand(t *testing.T) {
 		f := strings.Fields(lines[1+i])
 		require.Equal(t, []string{name, "pass"}, f[:2], lines[1+i])
 	}
-	require.Equal(t, "conformance: 19 passed, 0 failed", lines[len(lines)-1])
+	require.Equal(t, fmt.Sprintf("conformance: %d passed, 0 failed", len(conformance.Names())), lines[len(lines)-1])
 
 	// A plugin without the conformance profile fails, with exit code 1;
 	// --case runs only the cases named.
@@ -64,4 +66,29 @@ func TestP8_PluginConformanceCommand(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "digest mismatch")
 	require.Empty(t, r.stdout)
+}
+
+// plugin digest with --root and --file prints the pin of a launcher and
+// the files it loads; an edit of one of them changes it.
+func TestP1_PluginDigestCoversTheFilesALauncherLoads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "launcher")
+	require.NoError(t, os.WriteFile(launcher, []byte("#!/bin/sh\n"), 0o755))
+	root := filepath.Join(dir, "src")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "pkg"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "pkg", "m.py"), []byte("x = 1\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "requirements.txt"), []byte("six==1\n"), 0o600))
+	digest := func() string {
+		r := spiceOrch(t, env(t), "plugin", "digest", "--root", root, "--file", "pkg", "--file", "requirements.txt", launcher)
+		require.Equal(t, 0, r.code, r.stderr)
+		return strings.TrimSpace(r.stdout)
+	}
+	first := digest()
+	r := spiceOrch(t, env(t), "plugin", "digest", launcher)
+	require.NotEqual(t, first, strings.TrimSpace(r.stdout), "the files are part of the pin")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "pkg", "m.py"), []byte("x = 2\n"), 0o600))
+	require.NotEqual(t, first, digest())
+	r = spiceOrch(t, env(t), "plugin", "digest", "--root", root, "--file", "../x", launcher)
+	require.Equal(t, 2, r.code, "a path out of the root is a usage error")
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -52,6 +53,7 @@ var cases = []Case{
 	{"manifest", "the manifest names protocol 1 and a valid identity; every tool builds as a kernel tool.Definition; the tool profile is served", caseManifest},
 	{"echo", "echo returns its text as one result for the request's call ID, then the stream ends", caseEcho},
 	{"progress", "progress streams its steps for the call, then one result", caseProgress},
+	{"progress/bound", "no call sends more than 1000 progress messages: progress asked for 1001 sends at most 1000, then one outcome", caseProgressBound},
 	{"problem", "problem completes with a model-visible problem the kernel accepts", caseProblem},
 	{"error/definitive", "fail_definitive ends with a definitive execution error the kernel accepts", caseErrorDefinitive},
 	{"error/uncertain", "fail_uncertain (mutating) ends with an uncertain execution error without retry advice", caseErrorUncertain},
@@ -277,6 +279,21 @@ func caseProgress(ctx context.Context, s *session) error {
 	return nil
 }
 
+// MaxProgress is the protocol's bound of progress messages in one call
+// (PROTOCOL.md); every case holds a plugin to it.
+const MaxProgress = 1000
+
+func caseProgressBound(ctx context.Context, s *session) error {
+	c, _, _, err := s.outcomeOf(ctx, "progress", fmt.Sprintf(`{"count":%d}`, MaxProgress+1))
+	if err != nil {
+		return err
+	}
+	if len(c.progress) > MaxProgress {
+		return fmt.Errorf("%d progress messages in one call", len(c.progress))
+	}
+	return nil
+}
+
 func caseProblem(ctx context.Context, s *session) error {
 	_, r, ee, err := s.outcomeOf(ctx, "problem", `{}`)
 	if err != nil {
@@ -472,8 +489,10 @@ func caseOversized(ctx context.Context, s *session) error {
 }
 
 // exited waits for t's process to exit within the exit bound, then checks
-// that its process group is empty.
-func (s *session) exited(t Target, after string) error {
+// that its process group is empty and that none of tree, its descendants
+// before it was asked to exit, still runs (a descendant that called
+// setsid is in no group of the plugin's).
+func (s *session) exited(t Target, tree []proctree.Proc, after string) error {
 	timer := time.NewTimer(s.cfg.ExitBound)
 	defer timer.Stop()
 	select {
@@ -481,7 +500,13 @@ func (s *session) exited(t Target, after string) error {
 	case <-timer.C:
 		return fmt.Errorf("the plugin still runs %v after %s", s.cfg.ExitBound, after)
 	}
-	return groupGone(t.PID())
+	if err := groupGone(t.PID()); err != nil {
+		return err
+	}
+	if err := awaitTreeGone(tree, s.cfg.ExitBound); err != nil {
+		return fmt.Errorf("after the plugin exited, %w", err)
+	}
+	return nil
 }
 
 func caseStdinEOF(ctx context.Context, s *session) error {
@@ -490,10 +515,12 @@ func caseStdinEOF(ctx context.Context, s *session) error {
 		return &launchError{err}
 	}
 	defer t.Close()
+	tree := proctree.Descendants(t.PID())
+	defer proctree.Kill(tree) // what the plugin left behind, the suite ends
 	if err := t.CloseStdin(); err != nil {
 		return err
 	}
-	return s.exited(t, "the end of stdin")
+	return s.exited(t, tree, "the end of stdin")
 }
 
 func caseShutdownRPC(ctx context.Context, s *session) error {
@@ -506,8 +533,10 @@ func caseShutdownRPC(ctx context.Context, s *session) error {
 		t.Close()
 		s.target, s.defs, s.manifest = nil, nil, nil
 	}()
+	tree := proctree.Descendants(t.PID())
+	defer proctree.Kill(tree) // what the plugin left behind, the suite ends
 	if _, err := client(t).Shutdown(authed(ctx, t), &pluginv1.ShutdownRequest{GraceMillis: 1000}); err != nil {
 		return fmt.Errorf("Shutdown: %w", err)
 	}
-	return s.exited(t, "Shutdown")
+	return s.exited(t, tree, "Shutdown")
 }

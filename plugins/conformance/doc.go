@@ -4,8 +4,9 @@
 // protocol only (plugins/PROTOCOL.md and plugin.proto): launch and
 // handshake, authentication, protocol negotiation, the manifest against
 // the kernel's tool contracts, the outcomes of the tool profile below,
-// cancellation, the call's own deadline, unknown fields, message bounds
-// and shutdown.
+// cancellation, the call's own deadline, unknown fields, message and
+// progress bounds and shutdown, which leaves no process of the plugin's
+// tree behind.
 //
 // The suite reaches a plugin through two small interfaces: a Launcher
 // starts one process and returns a Target (the process, its gRPC
@@ -20,25 +21,14 @@
 //
 // # Tool profile
 //
-// The cases call these tools, which a conformance fixture serves (the
-// effect and replay safety in brackets):
-//
-//   - echo {"text": s} (read-only, safe): a result whose content is s.
-//   - progress {"count": n} (read-only, safe): n progress messages, then a
-//     result.
-//   - slow {"millis": n} (read-only, safe): one progress message, then
-//     waits n ms; stops when the call is cancelled, and ends at the
-//     request's timeout_millis with a definitive execution error.
-//   - slow_inflight {"wait_millis": n} (read-only, safe): waits up to n ms
-//     until no slow call runs; its content is how many still run.
-//   - problem {} (read-only, safe): a result with a model-visible problem.
-//   - fail_definitive {} (read-only, safe): a definitive execution error.
-//   - fail_uncertain {} (mutating, unsafe): an uncertain execution error.
-//   - write_file {"path": p, "content": s} (mutating, fs.write): writes s
-//     to p inside the plugin's own directory; a path leading out of it is
-//     a model-visible problem.
+// The cases call the tools of the conformance tool profile, which a
+// fixture serves: plugins/PROTOCOL.md lists them, with their effects and
+// what each must do.
 //
 // The package must not know any plugin implementation: it never imports
 // the plugin host or an SDK, so a bug shared by the host and a plugin
-// cannot hide here.
+// cannot hide here. It shares two mechanisms with the host, the verified
+// private copy of a pin (plugins/internal/pin) and the walk of a process
+// tree (plugins/internal/proctree), so that both launch the same bytes
+// and see the same descendants.
 package conformance

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 )
 
 // groupGone reports an error unless no live process is left in the
@@ -83,6 +85,26 @@ func awaitGroupGone(pid int, bound time.Duration) error {
 		select {
 		case <-deadline.C:
 			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// awaitTreeGone waits up to bound for the processes of tree to end, and
+// says which still run.
+func awaitTreeGone(tree []proctree.Proc, bound time.Duration) error {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		live := proctree.Live(tree)
+		if len(live) == 0 {
+			return nil
+		}
+		select {
+		case <-deadline.C:
+			return fmt.Errorf("%d descendant(s) of the plugin still run, the first (PID %d) in session %d", len(live), live[0].PID, proctree.Session(live[0]))
 		case <-tick.C:
 		}
 	}

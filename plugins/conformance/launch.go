@@ -7,9 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,17 +24,25 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 )
 
 // ProcessLauncher is the suite's own minimal launcher, written from
-// PROTOCOL.md: it verifies the pinned digest, copies the verified bytes
-// into a private directory and executes that copy (so the bytes executed
-// are the bytes verified), starts it in a new process group with the
-// secret on stdin, reads the handshake line within a byte and time bound,
-// verifies the proof and dials the endpoint.
+// PROTOCOL.md: it copies the pinned files into a private directory and
+// verifies the copy against the pin (so the bytes executed are the bytes
+// verified), starts it in a new process group with the secret on stdin,
+// reads the handshake line within a byte and time bound, verifies the
+// proof and dials the endpoint. Close ends the plugin's whole process
+// tree, a descendant in its own session included.
 type ProcessLauncher struct {
 	Path   string // absolute
-	SHA256 string // lower-case hex of the executable's bytes
+	SHA256 string // the pin: of the executable's bytes, or of its files' listing
+	// Root and Files are the files an interpreted plugin loads, which the
+	// pin covers with the executable (PROTOCOL.md, Pinning); the plugin
+	// finds their verified copies in SPICE_PLUGIN_ROOT.
+	Root  string
+	Files []string
 	// Env is added to the plugin's environment (a fixture's switches).
 	Env []string
 	// StartTimeout bounds launch to handshake line; 0 means 20s.
@@ -56,41 +62,30 @@ func (l ProcessLauncher) Launch(ctx context.Context, cfg LaunchConfig) (Target, 
 	if !filepath.IsAbs(l.Path) {
 		return nil, ErrPath
 	}
-	bin, err := readBounded(l.Path)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(bin)
-	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(l.SHA256))) != 1 {
-		return nil, ErrDigest
-	}
 	dir, err := os.MkdirTemp("", "spc-")
 	if err != nil {
 		return nil, err
 	}
+	pd := filepath.Join(dir, "pin")
+	if err := os.Mkdir(pd, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	copied, err := pin.Copy(pd, pin.Set{Exe: l.Path, Root: l.Root, Files: l.Files}, strings.ToLower(l.SHA256), maxExecutableBytes)
+	if err != nil {
+		os.RemoveAll(dir)
+		if errors.Is(err, pin.ErrMismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrDigest, err)
+		}
+		return nil, err
+	}
 	t := &process{dir: dir, done: make(chan struct{}), grace: cmpDur(l.StopGrace, 2*time.Second)}
 	t.stderr.ended = make(chan struct{})
-	if err := t.start(ctx, l, cfg, bin); err != nil {
+	if err := t.start(ctx, l, cfg, copied); err != nil {
 		t.Close()
 		return nil, err
 	}
 	return t, nil
-}
-
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxExecutableBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxExecutableBytes {
-		return nil, fmt.Errorf("conformance: the executable exceeds %d bytes", maxExecutableBytes)
-	}
-	return b, nil
 }
 
 // process is the Target of a ProcessLauncher.
@@ -111,12 +106,8 @@ type process struct {
 	closeOnce sync.Once
 }
 
-func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig, bin []byte) error {
-	exe := filepath.Join(p.dir, "plugin")
+func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig, c pin.Copied) error {
 	sock := filepath.Join(p.dir, "run")
-	if err := os.WriteFile(exe, bin, 0o700); err != nil {
-		return err
-	}
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return err
 	}
@@ -138,10 +129,13 @@ func (p *process) start(ctx context.Context, l ProcessLauncher, cfg LaunchConfig
 		outW.Close()
 		return err
 	}
-	p.cmd = exec.Command(exe)
+	p.cmd = exec.Command(c.Exe)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + p.dir, "LANG=C.UTF-8",
 		handshake.EnvProtocols + "=" + protocols, handshake.EnvDir + "=" + sock}, l.Env...)
+	if c.Root != "" {
+		p.cmd.Env = append(p.cmd.Env, handshake.EnvRoot+"="+c.Root)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = outW, errW
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -262,14 +256,20 @@ func (p *process) lastLog() string {
 }
 
 // Close implements Target: stdin EOF, StopGrace for a voluntary exit, then
-// SIGKILL to the whole process group, which also ends a descendant left
-// behind after the leader exited.
+// SIGKILL to the whole process group and to every descendant seen while
+// the plugin ran, which also ends one that left the group or its session.
 func (p *process) Close() error {
 	p.closeOnce.Do(func() {
 		if p.conn != nil {
 			p.conn.Close()
 		}
 		if p.cmd != nil {
+			var tree []proctree.Proc
+			select {
+			case <-p.done:
+			default:
+				tree = proctree.Descendants(p.cmd.Process.Pid)
+			}
 			p.stdin.Close()
 			timer := time.NewTimer(p.grace)
 			select {
@@ -278,8 +278,10 @@ func (p *process) Close() error {
 			}
 			timer.Stop()
 			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			proctree.Kill(tree)
 			<-p.done // SIGKILL cannot be ignored: the leader is reaped soon
 			awaitGroupGone(p.cmd.Process.Pid, p.grace)
+			awaitTreeGone(tree, p.grace)
 			p.waitReads()
 		}
 		os.RemoveAll(p.dir)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 )
 
 // script writes an executable shell script and returns a launcher pinned
@@ -110,4 +112,27 @@ func TestP8_WriteTableEndsWithTheCountLine(t *testing.T) {
 		"cancel  FAIL    1s    1 slow calls still run\n"+
 		"conformance: 1 passed, 1 failed\n", b.String())
 	require.False(t, Passed(nil))
+}
+
+func TestP8_LauncherCloseEndsADescendantInItsOwnSession(t *testing.T) {
+	// The fixture's descendant called setsid and holds stdout and stderr.
+	l := goLauncher(t, "SPICE_FIXTURE_MODE=setsid_grandchild")
+	l.StopGrace = 200 * time.Millisecond
+	tg, err := l.Launch(context.Background(), LaunchConfig{})
+	require.NoError(t, err)
+	tree := proctree.Descendants(tg.PID())
+	require.Len(t, tree, 1)
+	closed := make(chan struct{})
+	go func() {
+		tg.Close()
+		close(closed)
+	}()
+	bound := time.NewTimer(10 * time.Second)
+	defer bound.Stop()
+	select {
+	case <-closed:
+	case <-bound.C:
+		t.Fatal("Close did not return within its bound")
+	}
+	require.False(t, proctree.Alive(tree[0]), "process %d survived", tree[0].PID)
 }

@@ -44,6 +44,12 @@ var misbehaviours = []misbehaviour{
 	// The Go fixture stops serving but does not exit.
 	{"ignore-shutdown", "ignore_shutdown", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
 	{"grandchild", "grandchild", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
+	// A read-only tool whose call ends uncertain.
+	{"read-only-uncertain", "read_only_uncertain", []string{"error/definitive"}, nil},
+	// More progress messages in one call than the protocol's bound.
+	{"progress-flood", "progress_flood", []string{"progress/bound"}, nil},
+	// A descendant that called setsid: out of the group, holding the pipes.
+	{"setsid-grandchild", "setsid_grandchild", []string{"shutdown/stdin-eof", "shutdown/rpc"}, nil},
 }
 
 // requireEachCaught runs, for every misbehaviour, the cases it must fail

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,6 +94,11 @@ func kernelOutcome(def tool.Definition, callID string, o *pluginv1.Outcome) (too
 		case pluginv1.Certainty_CERTAINTY_DEFINITIVE:
 			cfg.Outcome = tool.Definitive
 		case pluginv1.Certainty_CERTAINTY_UNCERTAIN:
+			if def.Effect() != tool.Mutating {
+				// Nothing happened that a read-only call could leave
+				// undone: uncertainty is for effects.
+				return tool.Result{}, nil, errors.New("execution error: uncertain from a read-only tool")
+			}
 			cfg.Outcome = tool.Uncertain
 		default:
 			return tool.Result{}, nil, fmt.Errorf("execution error: certainty %v", e.GetCertainty())

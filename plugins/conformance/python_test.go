@@ -4,8 +4,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
 )
 
 // requirePythonFixture names the variable that `make test` sets when it has
@@ -53,13 +53,22 @@ func pythonFixture(t *testing.T, env ...string) ProcessLauncher {
 		skip("python3.12 not found")
 	}
 	path := filepath.Join(root, ".venv-plugins/bin/spice-plugin-fixture-python")
-	b, err := os.ReadFile(path)
+	_, err = os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		skip("the Python fixture's venv (.venv-plugins) is missing")
 	}
 	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	return ProcessLauncher{Path: path, SHA256: hex.EncodeToString(sum[:]), Env: env}
+	set := pythonFiles(root, path)
+	sum, err := pin.Digest(set, maxExecutableBytes)
+	require.NoError(t, err)
+	return ProcessLauncher{Path: path, SHA256: sum, Root: set.Root, Files: set.Files, Env: env}
+}
+
+// pythonFiles is what a pin of the Python fixture covers: its launcher,
+// its sources, the generated protocol code and the dependency lock file.
+func pythonFiles(root, launcher string) pin.Set {
+	return pin.Set{Exe: launcher, Root: filepath.Join(root, "plugins/fixtures/python"),
+		Files: []string{"gen", "requirements.txt", "spice_fixture"}}
 }
 
 func runSuite(t *testing.T, l Launcher, only ...string) []Result {
@@ -90,4 +99,33 @@ func TestP8_PythonFixturePassesTheWholeSuite(t *testing.T) {
 	}
 	require.Equal(t, Names(), names, "every case ran, in the suite's order")
 	require.True(t, Passed(rs))
+}
+
+// The Python fixture's pin covers its modules and its lock file, not only
+// its launcher: an edit behind the launcher refuses the launch.
+func TestP1_PythonFixturePinCoversItsModulesAndLockFile(t *testing.T) {
+	base := pythonFixture(t)
+	src := t.TempDir()
+	require.NoError(t, os.CopyFS(src, os.DirFS(base.Root)))
+	for _, edit := range []string{"spice_fixture/tools.py", "requirements.txt", "gen/spiceorch/plugin/v1/plugin_pb2.py"} {
+		t.Run(edit, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "src")
+			require.NoError(t, os.CopyFS(root, os.DirFS(src)))
+			l := base
+			l.Root = root
+			sum, err := pin.Digest(pin.Set{Exe: l.Path, Root: root, Files: l.Files}, maxExecutableBytes)
+			require.NoError(t, err)
+			require.Equal(t, base.SHA256, sum, "the same files, elsewhere, have the same pin")
+			tg, err := l.Launch(context.Background(), LaunchConfig{})
+			require.NoError(t, err)
+			require.NoError(t, tg.Close())
+			f, err := os.OpenFile(filepath.Join(root, edit), os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("\n# edited behind the pin\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			_, err = l.Launch(context.Background(), LaunchConfig{})
+			require.ErrorIs(t, err, ErrDigest)
+		})
+	}
 }

@@ -210,7 +210,7 @@ func cmpDur(d, def time.Duration) time.Duration {
 const maxCallMessage = 16 << 20
 
 // maxStream bounds the messages the suite reads from one Execute stream.
-const maxStream = 1000
+const maxStream = MaxProgress + 16
 
 // call is one Execute as the suite saw it.
 type call struct {
@@ -257,6 +257,9 @@ func readStream(stream pluginv1.PluginService_ExecuteClient, c *call) error {
 				return fmt.Errorf("progress the kernel refuses: %w", err)
 			}
 			c.progress = append(c.progress, msg.GetProgress().GetMessage())
+			if len(c.progress) > MaxProgress {
+				return fmt.Errorf("more than %d progress messages in one call", MaxProgress)
+			}
 		case msg.GetOutcome() != nil:
 			if got := msg.GetOutcome().GetCallId(); got != c.id {
 				return fmt.Errorf("an outcome for call %q, want %q", got, c.id)

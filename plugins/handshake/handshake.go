@@ -25,6 +25,10 @@ const (
 	// EnvProtocols names the environment variable with the protocol
 	// versions the host speaks, comma-separated.
 	EnvProtocols = "SPICE_PLUGIN_PROTOCOLS"
+	// EnvRoot names the environment variable with the directory holding
+	// the launch's verified copies of the files a pin covers beside the
+	// executable (an interpreted plugin's sources); unset without files.
+	EnvRoot = "SPICE_PLUGIN_ROOT"
 	// AuthMetadata is the gRPC metadata key of the host's authentication.
 	AuthMetadata = "x-spice-plugin-auth"
 	// IdempotencyMetadata is the gRPC metadata key of a call's idempotency

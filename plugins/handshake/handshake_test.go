@@ -155,3 +155,21 @@ func TestP8_ParseRefusesWhatTheSuiteRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Line{Version: 1, Network: NetworkTCP, Address: "127.0.0.1:4242", Proof: proof}, l)
 }
+
+// A line (its newline excluded) of MaxLineBytes-1 bytes is the longest
+// accepted: with its newline it fills the bound exactly. One byte more is
+// refused for its length.
+func TestP5_ParseAtItsLimit(t *testing.T) {
+	s := secret(t)
+	lineOf := func(n int) string {
+		base := NewLine(s, Version, NetworkUnix, "/d/").Format()
+		l := NewLine(s, Version, NetworkUnix, "/d/"+strings.Repeat("s", n-len(base)))
+		require.Len(t, l.Format(), n)
+		return l.Format()
+	}
+	got, err := Parse(lineOf(MaxLineBytes - 1))
+	require.NoError(t, err)
+	require.True(t, s.CheckProof(got))
+	_, err = Parse(lineOf(MaxLineBytes))
+	require.ErrorContains(t, err, "exceeds")
+}

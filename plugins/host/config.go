@@ -3,12 +3,12 @@ package host
 import (
 	"crypto/rand"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
 )
 
 // Defaults of Config.
@@ -25,6 +25,9 @@ const (
 	DefaultMaxStderrLineBytes = 1 << 10
 	DefaultMaxConcurrentCalls = 16
 	DefaultMaxBinaryBytes     = 1 << 30
+	// DefaultMaxProgress is also the protocol's bound: a plugin sends at
+	// most this many progress messages in one call (PROTOCOL.md).
+	DefaultMaxProgress = 1000
 	// killWait bounds the wait for a killed process group to vanish.
 	killWait = 5 * time.Second
 )
@@ -46,8 +49,18 @@ type Config struct {
 	// directory.
 	Dir string
 	// SocketRoot is where the private directory of each launch is made;
-	// "" means os.TempDir(). Unix socket paths are short: keep it short.
+	// "" means os.TempDir(), or a short system directory (/tmp) when that
+	// is too long for a Unix socket path inside it. A SocketRoot that is
+	// too long is an error.
 	SocketRoot string
+	// Root and Files name the files an interpreted plugin loads (its own
+	// sources and its dependency lock file), which the pin then covers
+	// with the executable: Files are clean relative paths under the clean
+	// absolute Root, of files or directories (walked). The launch runs
+	// private copies; the plugin finds the copied tree in
+	// SPICE_PLUGIN_ROOT. Empty for a self-contained executable.
+	Root  string
+	Files []string
 
 	StartupTimeout     time.Duration // launch to verified manifest
 	MaxHandshakeBytes  int           // the handshake line, newline included (at most 1024)
@@ -60,6 +73,7 @@ type Config struct {
 	MaxStderrLines     int           // lines of the stderr tail kept
 	MaxConcurrentCalls int           // calls in flight at once
 	MaxBinaryBytes     int64         // the executable's size
+	MaxProgress        int           // progress messages of one call (at most DefaultMaxProgress); more is a protocol violation
 
 	// Random is the source of launch secrets; nil means crypto/rand.
 	Random io.Reader
@@ -74,6 +88,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if len(c.SHA256) != 64 || strings.Trim(c.SHA256, "0123456789abcdef") != "" {
 		return c, &LaunchError{Path: c.Path, Kind: ErrConfig, Reason: "sha256 must be 64 lower-case hex characters"}
+	}
+	if err := (pin.Set{Exe: c.Path, Root: c.Root, Files: c.Files}).Validate(); err != nil {
+		return c, &LaunchError{Path: c.Path, Kind: ErrConfig, Reason: err.Error(), Err: err}
 	}
 	if c.Name != "" {
 		if err := bound.Name("plugin.name", c.Name); err != nil {
@@ -109,6 +126,7 @@ func (c Config) normalize() (Config, error) {
 		{&c.MaxStderrBytes, DefaultMaxStderrBytes, 16 << 20, "max_stderr_bytes"},
 		{&c.MaxStderrLines, DefaultMaxStderrLines, 1 << 16, "max_stderr_lines"},
 		{&c.MaxConcurrentCalls, DefaultMaxConcurrentCalls, 1 << 12, "max_concurrent_calls"},
+		{&c.MaxProgress, DefaultMaxProgress, DefaultMaxProgress, "max_progress"},
 	}
 	for _, d := range ints {
 		if *d.v < 0 || *d.v > d.max {
@@ -128,9 +146,6 @@ func (c Config) normalize() (Config, error) {
 		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "SPICE_PLUGIN_") {
 			return c, &LaunchError{Path: c.Path, Kind: ErrConfig, Reason: "env entries are KEY=value and not SPICE_PLUGIN_*"}
 		}
-	}
-	if c.SocketRoot == "" {
-		c.SocketRoot = os.TempDir()
 	}
 	if c.Random == nil {
 		c.Random = rand.Reader

@@ -1,68 +1,92 @@
 package host
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
-	"io"
+	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
 )
 
 // Digest returns the lower-case hex SHA-256 of the file at path, the value
-// to pin in Config.SHA256. The path must be absolute.
+// to pin in Config.SHA256 of a self-contained executable. The path must
+// be absolute. A FIFO or a device is refused without being opened.
 func Digest(path string) (string, error) {
+	return DigestFiles(path, "", nil)
+}
+
+// DigestFiles returns the pin of an executable and the files it loads
+// (Config.Root and Config.Files): with no files, the executable's SHA-256;
+// with files, the SHA-256 of their listing (plugins/PROTOCOL.md).
+func DigestFiles(path, root string, files []string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", &LaunchError{Path: path, Kind: ErrRelativePath}
 	}
-	f, err := os.Open(path)
+	d, err := pin.Digest(pin.Set{Exe: path, Root: root, Files: files}, DefaultMaxBinaryBytes)
 	if err != nil {
-		return "", &LaunchError{Path: path, Kind: ErrNotExecutable, Reason: "cannot open", Err: err}
+		return "", pinError(path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "", &LaunchError{Path: path, Kind: ErrNotExecutable, Reason: "not a regular file", Err: err}
-	}
-	return hashAt(f, DefaultMaxBinaryBytes)
+	return d, nil
 }
 
-// hashAt hashes the whole of f from offset 0 without moving its offset,
-// refusing more than max bytes.
-func hashAt(f *os.File, max int64) (string, error) {
-	h := sha256.New()
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, max+1))
-	if err != nil {
-		return "", &LaunchError{Path: f.Name(), Kind: ErrNotExecutable, Reason: "cannot read", Err: err}
+// pinError maps a failure of package pin onto a LaunchError.
+func pinError(path string, err error) error {
+	kind, reason := ErrNotExecutable, "cannot read"
+	switch {
+	case errors.Is(err, pin.ErrMismatch):
+		kind, reason = ErrDigest, err.Error()
+	case errors.Is(err, pin.ErrSet):
+		kind, reason = ErrConfig, err.Error()
+	case errors.Is(err, pin.ErrNotExecutable):
+		reason = "not an executable regular file"
+	case errors.Is(err, pin.ErrNotRegular):
+		reason = "a pinned file is not a regular file or directory"
+	case errors.Is(err, pin.ErrTooLarge):
+		reason = "larger than max_binary_bytes"
+	case errors.Is(err, os.ErrNotExist):
+		reason = "cannot open"
 	}
-	if n > max {
-		return "", &LaunchError{Path: f.Name(), Kind: ErrNotExecutable, Reason: "larger than max_binary_bytes"}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return &LaunchError{Path: path, Kind: kind, Reason: reason, Err: err}
 }
 
-func sameDigest(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+// copyVerified copies the pinned set into dir/pin and verifies the copy.
+func copyVerified(dir string, cfg Config) (pin.Copied, error) {
+	pd := filepath.Join(dir, "pin")
+	if err := os.Mkdir(pd, 0o700); err != nil {
+		return pin.Copied{}, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot make the private directory", Err: err}
+	}
+	c, err := pin.Copy(pd, pin.Set{Exe: cfg.Path, Root: cfg.Root, Files: cfg.Files}, cfg.SHA256, cfg.MaxBinaryBytes)
+	if err != nil {
+		return pin.Copied{}, pinError(cfg.Path, err)
+	}
+	return c, nil
+}
 
-// openVerified opens path and checks that it is an executable regular file
-// whose bytes hash to want. The open file is what will be executed.
-func openVerified(path, want string, max int64) (*os.File, error) {
-	f, err := os.Open(path)
+// shortRoots are where a launch's private directory is made when the
+// configured or temporary directory is too long for a Unix socket path.
+var shortRoots = []string{"/tmp", "/dev/shm", "/var/tmp"}
+
+// privateDir makes the launch's private directory (mode 0700) under
+// SocketRoot, or, when SocketRoot is not set and the temporary directory
+// is too long for a socket path inside it, under a short system one.
+func privateDir(cfg Config) (string, error) {
+	roots := []string{cfg.SocketRoot}
+	if cfg.SocketRoot == "" {
+		roots = append([]string{os.TempDir()}, shortRoots...)
+	}
+	var err error
+	for _, root := range roots {
+		if len(filepath.Join(root, "spice-plugin-0123456789", "x.sock"))+16 > maxSocketPath {
+			continue
+		}
+		var dir string
+		dir, err = os.MkdirTemp(root, "spice-plugin-")
+		if err == nil {
+			return dir, nil
+		}
+	}
 	if err != nil {
-		return nil, &LaunchError{Path: path, Kind: ErrNotExecutable, Reason: "cannot open", Err: err}
+		return "", &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot make the private directory", Err: err}
 	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		f.Close()
-		return nil, &LaunchError{Path: path, Kind: ErrNotExecutable, Reason: "not an executable regular file", Err: err}
-	}
-	got, err := hashAt(f, max)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !sameDigest(got, want) {
-		f.Close()
-		return nil, &LaunchError{Path: path, Kind: ErrDigest, Reason: "the file's SHA-256 is " + got + ", the pin is " + want}
-	}
-	return f, nil
+	return "", &LaunchError{Path: cfg.Path, Kind: ErrConfig, Reason: "socket_root is too long for a Unix socket path"}
 }

@@ -3,12 +3,76 @@
 package host
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 )
 
-// execPath executes the child's fd 3, the verified open file.
-const execPath = "/proc/self/fd/3"
+// supported: Linux has what a launch needs.
+const supported = true
+
+// noNamespaces is set once the system refused a new PID namespace; later
+// launches then go without one. Tests set it to exercise the fallback.
+var noNamespaces atomic.Bool
+
+// startTree starts cmd as the first process of a new PID namespace when
+// the system allows it (with a user namespace mapping the host's own IDs
+// when the host is not root), else in a new process group only. It
+// retries a few times while the executable is busy: a file written just
+// before can still be open for writing in a process another goroutine
+// forked and has not exec'd yet (golang/go#22315).
+func startTree(cmd *exec.Cmd) error {
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ns := !noNamespaces.Load()
+		cmd.SysProcAttr = sysProcAttr(ns)
+		err := cmd.Start()
+		if err == nil {
+			return nil
+		}
+		switch {
+		case ns && isNamespaceRefusal(err):
+			noNamespaces.Store(true)
+		case errors.Is(err, syscall.ETXTBSY) && attempt < 5:
+			t := time.NewTimer(wait)
+			<-t.C
+			wait *= 2
+		default:
+			return err
+		}
+		// A Cmd cannot be started twice: make a fresh one like it.
+		*cmd = exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+	}
+}
+
+func sysProcAttr(ns bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if !ns {
+		return a
+	}
+	a.Cloneflags = syscall.CLONE_NEWPID
+	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	}
+	return a
+}
+
+func isNamespaceRefusal(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.ENOSYS, syscall.EACCES} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 func killGroup(pgid int) {
 	if pgid > 0 {
@@ -16,18 +80,22 @@ func killGroup(pgid int) {
 	}
 }
 
-// waitGroupGone waits, bounded, until no process of the group is left. A
-// killed process vanishes asynchronously, so this polls.
-func waitGroupGone(pgid int, max time.Duration) {
+// waitGone waits, bounded, until no process of the group and none of
+// tree is left. A killed process vanishes asynchronously, and no event
+// announces the end of a process that is not our child, so this polls.
+func waitGone(pgid int, tree []proctree.Proc, max time.Duration) {
 	if pgid <= 0 {
 		return
 	}
 	deadline := time.Now().Add(max)
 	for d := 100 * time.Microsecond; time.Now().Before(deadline); d = min(2*d, 20*time.Millisecond) {
-		if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
+		err := syscall.Kill(-pgid, 0)
+		live := proctree.Live(tree)
+		if err == syscall.ESRCH && len(live) == 0 {
 			return
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		proctree.Kill(live)
 		t := time.NewTimer(d)
 		<-t.C
 	}

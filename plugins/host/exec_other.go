@@ -2,11 +2,18 @@
 
 package host
 
-import "time"
+import (
+	"os/exec"
+	"time"
 
-// execPath is empty: without /proc/self/fd the host cannot execute the
-// file it verified, so it refuses to launch (ErrUnsupported).
-const execPath = ""
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
+)
 
-func killGroup(int)                    {}
-func waitGroupGone(int, time.Duration) {}
+// supported is false: the host ends a plugin's whole process tree only on
+// Linux, so elsewhere it refuses to launch (ErrUnsupported).
+const supported = false
+
+func startTree(cmd *exec.Cmd) error { return cmd.Start() }
+
+func killGroup(int)                                {}
+func waitGone(int, []proctree.Proc, time.Duration) {}

@@ -19,7 +19,15 @@ func (s *Source) drain(g *generation) {
 	err := g.p.Idle(ctx)
 	cancel()
 	ev := Event{Kind: EventDrained, Slot: g.slot, Generation: g.id}
-	if err != nil {
+	s.mu.Lock()
+	forced, inFlight := g.forced, g.forcedInFlight
+	s.mu.Unlock()
+	if forced {
+		// Close stopped it by force while it drained.
+		ev = Event{Kind: EventForced, Slot: g.slot, Generation: g.id, InFlight: inFlight,
+			Reason: "stopped by force when the source closed after " + s.cfg.ShutdownTimeout.String()}
+		g.p.Kill() // waits for Close's own Kill to finish
+	} else if err != nil {
 		ev = Event{Kind: EventForced, Slot: g.slot, Generation: g.id, InFlight: g.p.InFlight(),
 			Reason: "calls still in flight after " + s.cfg.DrainTimeout.String()}
 		g.p.Kill()
@@ -279,8 +287,9 @@ func (s *Source) Close() error {
 		// Out of time: stop every generation left by force, leased or not.
 		for _, g := range live {
 			s.mu.Lock()
-			if g.state == "draining" && g.p.InFlight() > 0 {
+			if g.state == "draining" {
 				g.state = "forced"
+				g.forced, g.forcedInFlight = true, g.p.InFlight()
 			}
 			g.markUnleased()
 			s.mu.Unlock()

@@ -7,16 +7,17 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
+	"github.com/spice-orch/spice-orch/plugins/internal/pin"
+	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
 )
 
@@ -48,9 +49,13 @@ type Plugin struct {
 	stderr   *tail
 	slots    chan struct{}
 
-	exited  chan struct{} // closed when the process has been reaped
-	waitErr error         // set before exited closes
-	readers sync.WaitGroup
+	exited     chan struct{} // closed when the process has been reaped
+	waitErr    error         // set before exited closes
+	readers    sync.WaitGroup
+	outR, errR *os.File // the read ends of stdout and stderr
+
+	treeMu sync.Mutex
+	tree   []proctree.Proc // descendants seen, ended with the plugin
 
 	mu       sync.Mutex
 	inflight int           // calls between beginCall and endCall
@@ -69,40 +74,38 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := openVerified(cfg.Path, cfg.SHA256, cfg.MaxBinaryBytes)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if afterVerify != nil {
-		afterVerify(cfg.Path)
-	}
 	secret, err := handshake.NewSecret(cfg.Random)
 	if err != nil {
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "no secret", Err: err}
 	}
-	dir, err := os.MkdirTemp(cfg.SocketRoot, "spice-plugin-")
+	dir, err := privateDir(cfg)
 	if err != nil {
-		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot make the private directory", Err: err}
+		return nil, err
 	}
-	if len(filepath.Join(dir, "x.sock"))+16 > maxSocketPath {
-		os.RemoveAll(dir)
-		return nil, &LaunchError{Path: cfg.Path, Kind: ErrConfig, Reason: "socket_root is too long for a Unix socket path"}
-	}
-	p := &Plugin{
-		cfg: cfg, secret: secret, dir: dir,
-		stderr:  &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
-		slots:   make(chan struct{}, cfg.MaxConcurrentCalls),
-		exited:  make(chan struct{}),
-		closing: make(chan struct{}),
-	}
-	p.forced, p.force = context.WithCancel(context.Background())
-	lineCh, err := p.start(f)
+	// The launch executes its own copy, verified after it was written and
+	// closed: what another process writes to the pinned files meanwhile
+	// never runs.
+	copied, err := copyVerified(dir, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := p.verify(ctx, f, lineCh); err != nil {
+	if afterVerify != nil {
+		afterVerify(cfg.Path)
+	}
+	p := &Plugin{
+		cfg: cfg, secret: secret, dir: dir,
+		stderr:  &tail{maxLines: cfg.MaxStderrLines, maxBytes: cfg.MaxStderrBytes, maxLine: DefaultMaxStderrLineBytes},
+		exited:  make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	p.forced, p.force = context.WithCancel(context.Background())
+	lineCh, err := p.start(copied)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := p.verify(ctx, lineCh); err != nil {
 		p.force()
 		p.stop(0)
 		var le *LaunchError
@@ -119,8 +122,9 @@ type lineResult struct {
 	err  error
 }
 
-// start executes the verified open file f in a new process group.
-func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
+// start executes the verified copy in a new process group (and, where the
+// system allows, a new PID namespace: see doc.go).
+func (p *Plugin) start(c pin.Copied) (<-chan lineResult, error) {
 	cfg := p.cfg
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -143,18 +147,19 @@ func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
 	env := append(append([]string(nil), cfg.Env...),
 		handshake.EnvProtocols+"="+handshake.FormatVersions(handshake.Version),
 		handshake.EnvDir+"="+p.dir)
-	cmd := &exec.Cmd{
-		// The child's fd 3 is the file that was hashed: exec it, not the
-		// path, which may name another file by now.
-		Path: execPath, Args: []string{cfg.Path}, Env: env, Dir: wd,
-		Stdin: inR, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{f},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	if c.Root != "" {
+		env = append(env, handshake.EnvRoot+"="+c.Root)
 	}
-	if execPath == "" {
+	cmd := &exec.Cmd{
+		// argv[0] names the pinned path; the file executed is the copy.
+		Path: c.Exe, Args: []string{cfg.Path}, Env: env, Dir: wd,
+		Stdin: inR, Stdout: outW, Stderr: errW,
+	}
+	if !supported {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrUnsupported}
 	}
-	if err := startRetrying(cmd); err != nil {
+	if err := startTree(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
 	}
@@ -168,14 +173,13 @@ func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
 	// The secret goes on stdin, never on the command line or in the
 	// environment. A pipe holds far more than one line, so this does not
 	// block on a plugin that does not read.
-	if _, err := inW.Write(p.secret.Line()); err != nil {
-		p.readers.Add(2)
-		go func() { defer p.readers.Done(); p.stderr.read(errR); errR.Close() }()
-		go func() { defer p.readers.Done(); _, _ = io.Copy(io.Discard, outR); outR.Close() }()
-		p.force()
-		p.stop(0)
-		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "cannot write the secret", Err: err}
-	}
+	p.outR, p.errR = outR, errR
+	// The secret goes on stdin, never on the command line or in the
+	// environment. A pipe holds far more than one line, so this does not
+	// block on a plugin that does not read. A plugin that exits at once
+	// may close stdin first: a failed write is not yet a verdict, the
+	// handshake line (or the end of stdout) is.
+	_, _ = inW.Write(p.secret.Line())
 	lineCh := make(chan lineResult, 1)
 	p.readers.Add(2)
 	go func() { defer p.readers.Done(); p.stderr.read(errR); errR.Close() }()
@@ -192,26 +196,6 @@ func (p *Plugin) start(f *os.File) (<-chan lineResult, error) {
 	return lineCh, nil
 }
 
-// startRetrying starts cmd, retrying a few times while the file is busy:
-// a file written just before can still be open for writing in a process
-// another goroutine forked and has not exec'd yet (golang/go#22315).
-func startRetrying(cmd *exec.Cmd) error {
-	wait := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := cmd.Start()
-		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 5 {
-			return err
-		}
-		t := time.NewTimer(wait)
-		<-t.C
-		wait *= 2
-		// A Cmd cannot be started twice: make a fresh one like it.
-		next := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
-			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
-		*cmd = *next
-	}
-}
-
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {
 		f.Close()
@@ -220,7 +204,7 @@ func closeAll(fs ...*os.File) {
 
 // verify waits for the handshake line, checks it, connects and verifies
 // the manifest, all within the startup timeout.
-func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResult) error {
+func (p *Plugin) verify(ctx context.Context, lineCh <-chan lineResult) error {
 	cfg := p.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
@@ -270,24 +254,30 @@ func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResul
 	case handshake.NetworkTCP:
 		target = "passthrough:///" + hl.Address
 	}
-	// The bytes that run cannot be written any more (the kernel refuses
-	// writes to a running executable): hash them again, so an overwrite
-	// in place between the check and the exec is caught here.
-	got, err := hashAt(f, cfg.MaxBinaryBytes)
-	if err != nil {
-		return err
-	}
-	if !sameDigest(got, cfg.SHA256) {
-		return fail(ErrDigest, "the file changed between the check and the exec", nil)
-	}
 	p.target = target
 	conn, err := newConn(target, p.secret.HostAuth(), cfg)
 	if err != nil {
 		return fail(ErrStartup, "cannot connect", err)
 	}
 	p.conn, p.client = conn, pb.NewPluginServiceClient(conn)
-	resp, err := p.client.Describe(ctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
+	// A plugin that exits after its line will never answer: its exit ends
+	// the wait, not the startup bound.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	go func() {
+		select {
+		case <-p.exited:
+			dcancel()
+		case <-dctx.Done():
+		}
+	}()
+	resp, err := p.client.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
 	if err != nil {
+		select {
+		case <-p.exited:
+			return fail(ErrExited, "the plugin exited after its handshake line", err)
+		default:
+		}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(ErrStartTimeout, "no manifest within "+cfg.StartupTimeout.String(), err)
 		}
@@ -306,6 +296,9 @@ func (p *Plugin) verify(ctx context.Context, f *os.File, lineCh <-chan lineResul
 	if m.Bounds.MaxRequestBytes < cfg.MaxRequestBytes {
 		p.callOpts = append(p.callOpts, grpc.MaxCallSendMsgSize(m.Bounds.MaxRequestBytes))
 	}
+	// Sized by the effective bound, the smaller of the host's and the
+	// manifest's, which is known only now.
+	p.slots = make(chan struct{}, m.Bounds.MaxConcurrentCalls)
 	p.tools = make([]*Tool, len(m.Tools))
 	for i, def := range m.Tools {
 		p.tools[i] = &Tool{p: p, def: def}
@@ -339,9 +332,12 @@ func (a authCreds) GetRequestMetadata(context.Context, ...string) (map[string]st
 
 func (authCreds) RequireTransportSecurity() bool { return false }
 
-// stop ends the process group: after grace (0: at once) it kills the
-// group, waits for the leader and, bounded, for the group to vanish.
+// stop ends the plugin's process tree: after grace (0: at once) it kills
+// the group and every descendant seen, waits for the leader and, bounded,
+// for the rest to vanish, then bounds the wait for its pipes, which an
+// escaped descendant could otherwise hold open for ever.
 func (p *Plugin) stop(grace time.Duration) {
+	p.seeTree()
 	if p.stdin != nil {
 		p.stdin.Close()
 	}
@@ -353,12 +349,64 @@ func (p *Plugin) stop(grace time.Duration) {
 		}
 		t.Stop()
 	}
+	p.seeTree()
 	killGroup(p.pgid)
+	p.treeMu.Lock()
+	tree := slices.Clone(p.tree)
+	p.treeMu.Unlock()
+	proctree.Kill(tree)
 	<-p.exited
-	waitGroupGone(p.pgid, killWait)
+	waitGone(p.pgid, tree, killWait)
 	if p.conn != nil {
 		p.conn.Close()
 	}
-	p.readers.Wait()
+	p.waitReaders(killWait)
 	os.RemoveAll(p.dir)
+}
+
+// seeTree records the plugin's descendants while its process runs, so
+// that a descendant that left the process group (setsid) is still ended
+// after the plugin exits. Inside a PID namespace the kernel ends them with
+// the plugin anyway.
+func (p *Plugin) seeTree() {
+	if p.pgid <= 0 {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	ds := proctree.Descendants(p.pgid)
+	p.treeMu.Lock()
+	defer p.treeMu.Unlock()
+	for _, d := range ds {
+		if !slices.Contains(p.tree, d) {
+			p.tree = append(p.tree, d)
+		}
+	}
+}
+
+// waitReaders waits up to max for the stdout and stderr readers, then
+// closes the read ends, which ends them.
+func (p *Plugin) waitReaders(max time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	if p.outR != nil {
+		p.outR.Close()
+	}
+	if p.errR != nil {
+		p.errR.Close()
+	}
+	<-done
 }

@@ -45,6 +45,9 @@ func (p *Plugin) Close() error {
 		p.mu.Lock()
 		close(p.closing)
 		p.mu.Unlock()
+		// Before the plugin is asked to exit: its descendants are found
+		// through it.
+		p.seeTree()
 		grace := p.cfg.ShutdownGrace
 		deadline := time.Now().Add(grace)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

@@ -123,6 +123,10 @@ type generation struct {
 	unleased chan struct{} // closed once retired and no lease holds it
 	gone     bool          // unleased is closed: no plan holding g is leased again
 	done     chan struct{} // closed once stopped
+	// forced is set when Close stops g by force, with the calls then in
+	// flight: its drain reports it forced.
+	forced         bool
+	forcedInFlight int
 }
 
 type planEntry struct {

@@ -270,3 +270,33 @@ func TestP7_CrashesDuringDrainAndAfterActivationLeaveAConsistentState(t *testing
 	require.NoError(t, l.Release(t.Context()))
 	requireGone(t, g2.PID)
 }
+
+// A generation Close stops by force, with a leased run's mutating call in
+// flight, is reported forced, never drained.
+func TestP7_ForcedStopDuringCloseIsReportedForced(t *testing.T) {
+	s, evs := newSource(t, func(c *SourceConfig) { c.ShutdownTimeout = 300 * time.Millisecond }, config(t, fixtureV1, ""))
+	l := lease(t, s) // held through Close: Close must force
+	rep := progress{msgs: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Plan().Dispatcher().Dispatch(context.Background(), call(t, "h1", "hold", `{"millis":60000}`), rep)
+		done <- err
+	}()
+	<-rep.msgs
+	require.NoError(t, s.Close())
+	ee := execErr(t, <-done)
+	require.Equal(t, tool.Uncertain, ee.Outcome())
+	var kinds []EventKind
+	for len(evs) > 0 {
+		ev := <-evs
+		if ev.Generation == "fixture-g1" {
+			kinds = append(kinds, ev.Kind)
+			if ev.Kind == EventForced {
+				require.Equal(t, 1, ev.InFlight)
+			}
+		}
+	}
+	require.Equal(t, []EventKind{EventDraining, EventForced}, kinds)
+	require.Equal(t, "forced", s.Generations()[0].State)
+	require.NoError(t, l.Release(t.Context()))
+}

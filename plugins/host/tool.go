@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -104,6 +105,11 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 	}
 	var resp pb.ExecuteResponse
 	for {
+		// A slow consumer of progress must not stretch the call: its
+		// bound is checked between messages, not only while waiting.
+		if cctx.Err() != nil {
+			return c.broken(cctx.Err())
+		}
 		resp.Reset()
 		if err := stream.RecvMsg(&resp); err != nil {
 			if err == io.EOF {
@@ -120,8 +126,13 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, r tool.Reporter) (to
 			if err != nil {
 				return c.violation("invalid progress")
 			}
+			// Progress shows that the plugin read the request.
+			c.progress++
+			if c.progress > p.cfg.MaxProgress {
+				return c.violation("more than " + strconv.Itoa(p.cfg.MaxProgress) + " progress messages")
+			}
 			if r != nil {
-				_ = r.Report(ctx, pr)
+				_ = r.Report(cctx, pr)
 			}
 		case *pb.ExecuteResponse_Outcome:
 			res, err := c.outcome(ev.Outcome)
@@ -151,6 +162,7 @@ type callState struct {
 	t         *Tool
 	ctx, cctx context.Context
 	call      tool.Call
+	progress  int // progress messages received
 }
 
 func (c *callState) mutating() bool { return c.t.def.Effect() == tool.Mutating }
@@ -198,6 +210,11 @@ func (c *callState) broken(err error) (tool.Result, error) {
 		// The plugin's side saw the deadline first.
 		return c.fail(problemTimeout, err)
 	case codes.Unauthenticated:
+		if c.progress > 0 {
+			// It read the request before it refused: the call may have
+			// taken effect.
+			return c.fail(problemUnauthenticatedRead, err)
+		}
 		return tool.Result{}, tool.Fail(c.call.ID(), problemUnauthenticated)
 	case codes.ResourceExhausted:
 		return c.violation("a message exceeds the size bound")
@@ -280,14 +297,15 @@ func (c *callState) executionError(e *pb.ExecutionError) (tool.Result, error) {
 }
 
 var (
-	problemUnavailable     = problem.Must(CodeUnavailable, "the plugin is not running; the call was not sent")
-	problemTooLarge        = problem.Must(CodeRequestTooLarge, "the call exceeds the plugin's request bound; it was not sent")
-	problemUnauthenticated = problem.Must(CodeUnauthenticated, "the plugin refused the host's authentication; the call did not run")
-	problemFailed          = problem.Must(CodeFailed, "the plugin process or its connection failed during the call")
-	problemTimeout         = problem.Must(CodeTimeout, "the call exceeded its time bound")
-	problemCanceledSent    = problem.Must(CodeCanceled, "the run was cancelled after the call reached the plugin; it may have taken effect")
-	problemViolation       = problem.Must(CodeProtocolViolation, "the plugin broke the protocol")
-	problemStopped         = problem.Must(CodeStopped, "the host stopped the plugin by force while the call ran")
+	problemUnavailable         = problem.Must(CodeUnavailable, "the plugin is not running; the call was not sent")
+	problemTooLarge            = problem.Must(CodeRequestTooLarge, "the call exceeds the plugin's request bound; it was not sent")
+	problemUnauthenticated     = problem.Must(CodeUnauthenticated, "the plugin refused the host's authentication; the call did not run")
+	problemUnauthenticatedRead = problem.Must(CodeUnauthenticated, "the plugin refused the host's authentication after it reported progress on the call; it may have taken effect")
+	problemFailed              = problem.Must(CodeFailed, "the plugin process or its connection failed during the call")
+	problemTimeout             = problem.Must(CodeTimeout, "the call exceeded its time bound")
+	problemCanceledSent        = problem.Must(CodeCanceled, "the run was cancelled after the call reached the plugin; it may have taken effect")
+	problemViolation           = problem.Must(CodeProtocolViolation, "the plugin broke the protocol")
+	problemStopped             = problem.Must(CodeStopped, "the host stopped the plugin by force while the call ran")
 )
 
 // keep id imported for callers' conversions.

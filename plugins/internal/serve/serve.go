@@ -71,6 +71,9 @@ type Faults struct {
 	// AnyProtocol serves protocol 1 whatever versions the host offers, at
 	// launch and in Describe.
 	AnyProtocol bool
+	// EndWith, when set and returning an error, ends a call's stream
+	// with that status after the responses, instead of with OK.
+	EndWith func(req *pb.ExecuteRequest) error
 }
 
 // ErrNoSecret: stdin did not carry a valid secret line.
@@ -274,6 +277,9 @@ func (s *server) Execute(req *pb.ExecuteRequest, stream grpc.ServerStreamingServ
 				return err
 			}
 		}
+	}
+	if f := s.o.Faults.EndWith; f != nil {
+		return f(req)
 	}
 	return nil
 }

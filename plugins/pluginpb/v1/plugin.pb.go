@@ -561,8 +561,9 @@ type ExecuteRequest struct {
 	ToolName string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// The call's arguments: a JSON object as UTF-8 bytes.
 	ArgumentsJson []byte `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
-	// The host's deadline for this call, in milliseconds from when it was
-	// sent. The host cuts the stream off later by its cancellation grace
+	// The call's own time bound in milliseconds (0: none), counted by the
+	// plugin from when it receives the request. The host counts its cut-off,
+	// this bound plus its cancellation grace, from when it sends the request
 	// (PROTOCOL.md, Calls).
 	TimeoutMillis uint64 `protobuf:"varint,4,opt,name=timeout_millis,json=timeoutMillis,proto3" json:"timeout_millis,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -29,16 +29,30 @@ pinned SHA-256; its tools join the pair's plan beside the compiled tools.`,
 	return cmd
 }
 
+// pinFiles are the --root and --file flags: the files an interpreted
+// plugin loads, which its pin covers with the executable.
+type pinFiles struct {
+	root  string
+	files []string
+}
+
+func (f *pinFiles) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.root, "root", "", "the absolute directory the --file paths are relative to")
+	cmd.Flags().StringSliceVar(&f.files, "file", nil, "a file or directory (relative to --root) the plugin loads: its sources and its lock file (repeatable)")
+}
+
 func newPluginDigestCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:     "digest PATH",
-		Short:   "Print the SHA-256 to pin for a plugin executable",
-		Example: "  spice-orch plugin digest /opt/plugins/wordcount",
-		Args:    cobra.ExactArgs(1),
+	var pf pinFiles
+	cmd := &cobra.Command{
+		Use:   "digest PATH",
+		Short: "Print the SHA-256 to pin for a plugin executable",
+		Example: `  spice-orch plugin digest /opt/plugins/wordcount
+  spice-orch plugin digest --root /opt/plugins/py --file pkg --file requirements.txt /opt/plugins/py/launcher`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := host.Digest(args[0])
+			d, err := host.DigestFiles(args[0], pf.root, pf.files)
 			if err != nil {
-				if errors.Is(err, host.ErrRelativePath) {
+				if errors.Is(err, host.ErrRelativePath) || errors.Is(err, host.ErrConfig) {
 					return usageErr(err)
 				}
 				return failed(err)
@@ -47,10 +61,13 @@ func newPluginDigestCmd(env Env) *cobra.Command {
 			return err
 		},
 	}
+	pf.flags(cmd)
+	return cmd
 }
 
 func newPluginDescribeCmd(env Env) *cobra.Command {
 	var pin string
+	var pf pinFiles
 	cmd := &cobra.Command{
 		Use:   "describe --sha256 HEX PATH",
 		Short: "Launch a plugin, verify it and print its manifest",
@@ -64,7 +81,7 @@ plugin's whole process tree.`,
 			if pin == "" {
 				return usageErr(errors.New("--sha256 is required (spice-orch plugin digest PATH prints it)"))
 			}
-			p, err := host.Launch(cmd.Context(), host.Config{Path: args[0], SHA256: pin})
+			p, err := host.Launch(cmd.Context(), host.Config{Path: args[0], SHA256: pin, Root: pf.root, Files: pf.files})
 			if err != nil {
 				if errors.Is(err, host.ErrRelativePath) || errors.Is(err, host.ErrConfig) {
 					return usageErr(err)
@@ -81,6 +98,7 @@ plugin's whole process tree.`,
 		},
 	}
 	cmd.Flags().StringVar(&pin, "sha256", "", "the pinned SHA-256 of the executable (64 lower-case hex)")
+	pf.flags(cmd)
 	return cmd
 }
 

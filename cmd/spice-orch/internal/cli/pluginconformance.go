@@ -23,12 +23,13 @@ const conformanceBound = 5 * time.Minute
 func newPluginConformanceCmd(env Env) *cobra.Command {
 	var pin string
 	var only []string
+	var pf pinFiles
 	cmd := &cobra.Command{
 		Use:   "conformance --sha256 HEX PATH",
 		Short: "Run the plugin/v1 conformance suite against a plugin",
 		Long: `conformance runs the host-owned plugin/v1 suite (plugins/conformance) against
 the plugin at PATH: handshake and secret, protocol negotiation, manifest,
-the conformance tool profile (plugins/conformance/doc.go), cancellation,
+the conformance tool profile (plugins/PROTOCOL.md), cancellation,
 deadline, unknown fields, oversized messages and shutdown. Each case
 launches or reuses a verified process; every process is stopped before
 the command returns. It prints one line per case and exits 0 when every
@@ -43,7 +44,7 @@ case passed, 1 when one failed.`,
 				return usageErr(host.ErrRelativePath)
 			}
 			// A wrong pin would fail every case for one reason: say it once.
-			d, err := host.Digest(args[0])
+			d, err := host.DigestFiles(args[0], pf.root, pf.files)
 			if err != nil {
 				return failed(err)
 			}
@@ -53,7 +54,7 @@ case passed, 1 when one failed.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), conformanceBound)
 			defer cancel()
 			rs, err := conformance.Run(ctx, conformance.Config{
-				Launcher: conformance.ProcessLauncher{Path: args[0], SHA256: pin},
+				Launcher: conformance.ProcessLauncher{Path: args[0], SHA256: pin, Root: pf.root, Files: pf.files},
 				Only:     only,
 			})
 			if err != nil {
@@ -70,5 +71,6 @@ case passed, 1 when one failed.`,
 	}
 	cmd.Flags().StringVar(&pin, "sha256", "", "the pinned SHA-256 of the executable (64 lower-case hex)")
 	cmd.Flags().StringSliceVar(&only, "case", nil, "run only these cases (repeatable; names as in the table)")
+	pf.flags(cmd)
 	return cmd
 }

@@ -43,7 +43,7 @@ A build that fails verification changes nothing.`,
 				return usageErr(fmt.Errorf("%s lists %d plugins; there is no plugins[%d]", file, len(s.Plugins), i))
 			}
 			if pin == "" {
-				if pin, err = host.Digest(path); err != nil {
+				if pin, err = host.DigestFiles(path, s.Plugins[i].Root, s.Plugins[i].Files); err != nil {
 					return usageErr(err)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 func PluginConfig(p spec.Plugin) host.Config {
 	b := p.Bounds
 	return host.Config{
-		Path: p.Path, SHA256: p.SHA256, Name: p.Name,
+		Path: p.Path, SHA256: p.SHA256, Name: p.Name, Root: p.Root, Files: p.Files,
 		StartupTimeout: b.StartupTimeout, CallTimeout: b.CallTimeout,
 		CancelGrace: b.CancelGrace, ShutdownGrace: b.ShutdownGrace,
 		MaxRequestBytes: b.MaxRequestBytes, MaxResponseBytes: b.MaxResponseBytes,

@@ -17,19 +17,29 @@ const MaxPlugins = 8
 // MaxPluginBytes bounds a plugin's message bounds in a spec.
 const MaxPluginBytes = 64 << 20
 
+// MaxPluginFiles bounds the files entries of a plugin.
+const MaxPluginFiles = 64
+
 var (
-	pluginFields = []string{"path", "sha256", "name", "bounds"}
+	pluginFields = []string{"path", "sha256", "name", "root", "files", "bounds"}
 	pluginBounds = []string{"startup_timeout", "call_timeout", "cancel_grace", "shutdown_grace",
 		"max_request_bytes", "max_response_bytes", "max_concurrent_calls"}
 )
 
 // Plugin is one runtime tool plugin of a pair: an absolute executable path
 // pinned by its SHA-256, and optional bounds (zero: the host's defaults).
+// An interpreted plugin also names the files it loads (Root and Files),
+// which the pin then covers with the executable.
 type Plugin struct {
 	Path   string
 	SHA256 string
 	// Name, when set, must be the plugin's name in its manifest.
-	Name   string
+	Name string
+	// Root is a clean absolute directory; Files are clean relative paths
+	// under it, of files or directories (the plugin's sources and its
+	// dependency lock file).
+	Root   string
+	Files  []string
 	Bounds PluginBounds
 }
 
@@ -77,6 +87,9 @@ func (d *decoder) plugins(n *yaml.Node) ([]Plugin, error) {
 				return nil, d.bound(o.line("name"), "", err)
 			}
 		}
+		if p.Root, p.Files, err = d.pluginFiles(o, path); err != nil {
+			return nil, err
+		}
 		if v, ok := o.values["bounds"]; ok {
 			if p.Bounds, err = d.pluginBounds(v, join(path, "bounds")); err != nil {
 				return nil, err
@@ -110,4 +123,45 @@ func (d *decoder) pluginBounds(n *yaml.Node, path string) (PluginBounds, error) 
 	v, err := d.integer(o, "max_concurrent_calls", 1, 4096)
 	b.MaxConcurrentCalls = int(v)
 	return b, err
+}
+
+// pluginFiles reads root and files: both or neither.
+func (d *decoder) pluginFiles(o *object, path string) (string, []string, error) {
+	root, err := d.str(o, "root", false, 4096)
+	if err != nil {
+		return "", nil, err
+	}
+	v, ok := o.values["files"]
+	if root == "" && !ok {
+		return "", nil, nil
+	}
+	if root == "" || !ok {
+		return "", nil, d.fail(o.node, path, "root and files go together: the files an interpreted plugin loads, under root")
+	}
+	if !filepath.IsAbs(root) || filepath.Clean(root) != root {
+		return "", nil, d.fail(o.line("root"), join(path, "root"), "must be a clean absolute path")
+	}
+	items, err := d.list(v, join(path, "files"))
+	if err != nil {
+		return "", nil, err
+	}
+	if len(items) == 0 || len(items) > MaxPluginFiles {
+		return "", nil, d.fail(v, join(path, "files"), "1 to "+strconv.Itoa(MaxPluginFiles)+" paths")
+	}
+	files := make([]string, len(items))
+	for i, it := range items {
+		field := join(path, "files["+strconv.Itoa(i)+"]")
+		if it.Kind != yaml.ScalarNode || it.ShortTag() != "!!str" {
+			return "", nil, d.fail(it, field, "want a string, got "+describe(it))
+		}
+		f := it.Value
+		if err := bound.Text(field, f, 1024); err != nil {
+			return "", nil, d.bound(it, field, err)
+		}
+		if filepath.IsAbs(f) || filepath.Clean(f) != f || f == "." || f == ".." || strings.HasPrefix(f, "../") {
+			return "", nil, d.fail(it, field, "must be a clean relative path inside root")
+		}
+		files[i] = f
+	}
+	return root, files, nil
 }

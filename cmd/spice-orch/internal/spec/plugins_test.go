@@ -33,3 +33,29 @@ func TestP1_SpecPluginsNeedAnAbsolutePathAndAPin(t *testing.T) {
 		require.Contains(t, err.Error(), want, entry)
 	}
 }
+
+// An interpreted plugin names the files its pin covers: root and files,
+// together, inside root.
+func TestP1_SpecPluginsNameTheFilesTheirPinCovers(t *testing.T) {
+	pin := strings.Repeat("a", 64)
+	s, err := spec.Decode("p.yaml", []byte(minimal+"plugins:\n  - {path: /opt/py/launcher, sha256: \""+pin+
+		"\", root: /opt/py/src, files: [pkg, requirements.txt]}\n"))
+	require.NoError(t, err)
+	require.Equal(t, "/opt/py/src", s.Plugins[0].Root)
+	require.Equal(t, []string{"pkg", "requirements.txt"}, s.Plugins[0].Files)
+	for entry, want := range map[string]string{
+		`root: /opt/py`:                     "root and files go together",
+		`files: [pkg]`:                      "root and files go together",
+		`root: py, files: [pkg]`:            "plugins[0].root: must be a clean absolute path",
+		`root: /opt/py, files: []`:          "plugins[0].files: 1 to 64 paths",
+		`root: /opt/py, files: [../x]`:      "plugins[0].files[0]: must be a clean relative path",
+		`root: /opt/py, files: [/etc]`:      "plugins[0].files[0]: must be a clean relative path",
+		`root: /opt/py, files: [a/../../b]`: "plugins[0].files[0]: must be a clean relative path",
+		`root: /opt/py, files: [{a: b}]`:    "plugins[0].files[0]: want a string",
+	} {
+		_, err := spec.Decode("p.yaml", []byte(minimal+"plugins:\n  - {path: /bin/x, sha256: \""+pin+"\", "+entry+"}\n"))
+		var se *spec.Error
+		require.True(t, errors.As(err, &se), entry)
+		require.Contains(t, err.Error(), want, entry)
+	}
+}
