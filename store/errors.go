@@ -17,6 +17,10 @@ var (
 	// ErrNotStore is returned by Open for a database file that some other
 	// program created.
 	ErrNotStore = errors.New("store: not a spice-orch store")
+	// ErrDamaged is returned by Open for a store file whose header or
+	// pages SQLite or this package cannot make sense of: a schema version
+	// no build ever wrote, a corrupt page, a file that is not a database.
+	ErrDamaged = errors.New("store: the file is damaged")
 )
 
 // IntegrityError says that a sequence of a log already holds different

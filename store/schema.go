@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -124,6 +125,11 @@ func checkHeader(app, version int, empty, migrate bool) error {
 		return ErrNotStore
 	case app != applicationID:
 		return ErrNotStore
+	case version < 0, version > 0 && empty, version == 0 && !empty:
+		// No build writes a negative version, every version above zero
+		// has tables, and a file with tables has a version above zero:
+		// the header was overwritten.
+		return fmt.Errorf("%w: schema version %d is not one any build writes", ErrDamaged, version)
 	case version > SchemaVersion, version < SchemaVersion && !migrate:
 		return &VersionError{Found: version, Supported: SchemaVersion}
 	}
@@ -151,7 +157,14 @@ func migrate(ctx context.Context, conn *sql.Conn) (err error) {
 	}
 	for v := version; v < SchemaVersion; v++ {
 		if _, err = conn.ExecContext(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("store: migrating to schema version %d: %w", v+1, err)
+			err = fmt.Errorf("store: migrating to schema version %d: %w", v+1, err)
+			var se interface{ Code() int }
+			if errors.As(err, &se) && se.Code()&0xff == sqliteError {
+				// The tables are not those of the version the header
+				// names.
+				err = fmt.Errorf("%w: %w", ErrDamaged, err)
+			}
+			return err
 		}
 	}
 	if version < SchemaVersion {

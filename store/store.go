@@ -135,35 +135,59 @@ func (s *Store) init(ctx context.Context, cfg Config, h hooks) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("store: open: %w", err)
+			return openError(err)
 		}
 		return checkHeader(app, version, empty, false)
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("store: open: %w", err)
+		return openError(err)
 	}
 	s.w = &writer{conn: conn, hooks: h}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("store: open: %w", err)
+		return openError(err)
 	}
 	if mode != "wal" {
 		return errors.New("store: open: the database could not be put in WAL mode")
 	}
 	if err := migrate(ctx, conn); err != nil {
-		if errors.Is(err, ErrNotStore) || errors.As(err, new(*VersionError)) {
+		if errors.Is(err, ErrNotStore) || errors.Is(err, ErrDamaged) || errors.As(err, new(*VersionError)) {
 			return err
 		}
-		return fmt.Errorf("store: open: %w", err)
+		return openError(err)
 	}
 	if err := s.register(ctx, conn, cfg.Path); err != nil {
-		return fmt.Errorf("store: open: %w", err)
+		return openError(err)
 	}
 	if s.recovery, err = s.recoverOpen(ctx, conn); err != nil {
 		return fmt.Errorf("store: recovery: %w", err)
 	}
 	return s.w.start(ctx)
+}
+
+// SQLite's primary result codes for a file it cannot read as a database.
+const (
+	sqliteError   = 1  // SQLITE_ERROR
+	sqliteCorrupt = 11 // SQLITE_CORRUPT
+	sqliteNotADB  = 26 // SQLITE_NOTADB
+)
+
+// openError wraps an error of opening the store: one that says the file is
+// damaged also matches ErrDamaged, so that a caller need not know SQLite's
+// codes.
+func openError(err error) error {
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		// A schema format number above 4 is SQLITE_ERROR with only this
+		// text to tell it apart.
+		if c == sqliteCorrupt || c == sqliteNotADB ||
+			c == sqliteError && strings.Contains(err.Error(), "unsupported file format") {
+			return fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
+	}
+	return fmt.Errorf("store: open: %w", err)
 }
 
 // dsn builds the driver's name for cfg: a SQLite URI, so that mode=ro

@@ -209,10 +209,10 @@ func TestSchemaVersionMismatchIsTypedError(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 
 	// An older schema cannot be migrated by a read-only open.
-	setVersion(0)
+	setVersion(1)
 	_, err = store.OpenConfig(ctx, store.Config{Path: path, ReadOnly: true})
 	require.ErrorAs(t, err, &ve)
-	require.Equal(t, 0, ve.Found)
+	require.Equal(t, 1, ve.Found)
 
 	setVersion(store.SchemaVersion)
 	st, err = store.OpenConfig(ctx, store.Config{Path: path, ReadOnly: true})

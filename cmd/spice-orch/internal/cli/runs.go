@@ -78,7 +78,8 @@ func (f *runsFlags) open(ctx context.Context, env Env) (st *store.Store, path st
 		return nil, path, false, nil
 	}
 	st, err = openStore(ctx, path, !f.readOnly)
-	if err != nil && !f.readOnly && !errors.Is(err, store.ErrNotStore) && !errors.As(err, new(*store.VersionError)) {
+	if err != nil && !f.readOnly && !errors.Is(err, store.ErrNotStore) && !errors.Is(err, store.ErrDamaged) &&
+		!errors.As(err, new(*store.VersionError)) {
 		// Reading must not depend on what recovery can write (a full
 		// disk, a read-only location): read the store as it is, which
 		// shows what recovery would have marked.
