@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -60,9 +61,20 @@ func notEmpty(cmd *cobra.Command, names ...string) error {
 func workspace(flag string, s spec.Spec) (dir string, temporary bool, cleanup func(), err error) {
 	dir = flag
 	if dir == "" && s.Workspace != "" {
-		dir = s.Workspace
-		if !filepath.IsAbs(dir) && s.File != "" {
-			dir = filepath.Join(filepath.Dir(s.File), dir)
+		if dir, err = specWorkspace(s); err != nil {
+			return "", false, nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", false, nil, err
+		}
+		// A link swapped in while the directories were made is caught
+		// here, before any tool is confined to the result.
+		again, err := specWorkspace(s)
+		if err != nil {
+			return "", false, nil, err
+		}
+		if again != dir {
+			return "", false, nil, spec.WorkspaceError(s, "changed while it was being created")
 		}
 	}
 	if dir == "" {
@@ -85,6 +97,50 @@ func workspace(flag string, s spec.Spec) (dir string, temporary bool, cleanup fu
 		return "", false, nil, err
 	}
 	return dir, false, func() {}, nil
+}
+
+// specWorkspace resolves s's workspace against the spec's folder, through
+// every symbolic link of the part that exists, and returns the real path
+// it names. A path that a link leads out of the folder, or through a link
+// that resolves to nothing (which MkdirAll would follow), is a
+// *spec.Error at the workspace's line.
+func specWorkspace(s spec.Spec) (string, error) {
+	base, err := filepath.Abs(filepath.Dir(s.File))
+	if err != nil {
+		return "", err
+	}
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		return "", err
+	}
+	parts := strings.Split(filepath.Clean(s.Workspace), string(filepath.Separator))
+	p := base
+	for i, part := range parts {
+		next := filepath.Join(p, part)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, os.ErrNotExist) {
+			// Nothing below a missing directory exists to be a link.
+			return filepath.Join(append([]string{p}, parts[i:]...)...), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if next, err = filepath.EvalSymlinks(next); err != nil {
+				return "", spec.WorkspaceError(s, "goes through a symbolic link that resolves to nothing")
+			}
+		}
+		if !inside(base, next) {
+			return "", spec.WorkspaceError(s, "leads outside the spec's folder through a symbolic link")
+		}
+		p = next
+	}
+	return p, nil
+}
+
+// inside reports whether path is base or below it; both are clean.
+func inside(base, path string) bool {
+	rel, err := filepath.Rel(base, path)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // colorful reports whether w is a terminal that wants colors.

@@ -54,8 +54,9 @@ call the real file tools, go through one rejected round and one approved
 round, and need no network and no API key.
 
 The file tools are confined to a workspace: --workspace, else the spec's
-workspace (relative to the spec file), else a temporary directory that is
-removed when the run ends.
+workspace (a folder inside the spec file's folder; a spec cannot name one
+elsewhere, even through a symbolic link), else a temporary directory that
+is removed when the run ends.
 
 Every event is recorded in a store before it is acknowledged: --store,
 else $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db, else
@@ -143,6 +144,14 @@ func loadSpec(args []string) (spec.Spec, error) {
 	if err := compose.Check(s); err != nil {
 		return s, usageErr(err)
 	}
+	if s.Workspace != "" {
+		if _, err := specWorkspace(s); err != nil {
+			if errors.Is(err, spec.ErrInvalid) {
+				return s, usageErr(err)
+			}
+			return s, failed(fmt.Errorf("workspace: %w", err))
+		}
+	}
 	return s, nil
 }
 
@@ -162,7 +171,7 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	context.AfterFunc(ctx, stop)
 
 	dir, temporary, cleanup, err := workspace(f.workspace, s)
-	if errors.Is(err, errNotDir) {
+	if errors.Is(err, errNotDir) || errors.Is(err, spec.ErrInvalid) {
 		return usageErr(err)
 	}
 	if err != nil {

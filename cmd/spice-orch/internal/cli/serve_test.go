@@ -136,6 +136,8 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 		"plugins": {"version: 1\npattern: relay\nplugins:\n  - path: " + exe + "\n    sha256: " + hex.EncodeToString(sum[:]) + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
 			"plugins", "request.yaml:3: plugins: a spec sent over HTTP may not launch plugins"},
 		"workspace": {"version: 1\npattern: relay\nworkspace: " + outside + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
+			"workspace", "request.yaml:3: workspace: must be a relative path inside the spec's folder"},
+		"relative workspace": {"version: 1\npattern: relay\nworkspace: ws\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
 			"workspace", "request.yaml:3: workspace: a spec sent over HTTP may not name a workspace"},
 		"openai": {"version: 1\npattern: relay\nworkers:\n  - role: writer\n    provider: openai\n    model: gpt-4o-mini\n  - role: reviewer\n    provider: scripted\n",
 			"workers[0].provider", "workers[0].provider: this server does not allow provider openai"},

@@ -179,6 +179,15 @@ func (d *decoder) spec(root *yaml.Node) (Spec, error) {
 	if top.has("workspace") && s.Workspace == "" {
 		return s, d.fail(top.line("workspace"), "workspace", "must not be empty")
 	}
+	if s.Workspace != "" {
+		// A spec written by someone else must not make the tools write
+		// anywhere but beside it; another directory is the command
+		// line's choice.
+		if !filepath.IsLocal(s.Workspace) {
+			return s, d.fail(top.line("workspace"), "workspace", errWorkspaceOutside)
+		}
+		s.WorkspaceLine = top.line("workspace").Line
+	}
 	if err := d.approve(top, &s); err != nil {
 		return s, err
 	}

@@ -63,3 +63,14 @@ func fromBound(file string, line int, field string, err error) *Error {
 	}
 	return &Error{File: file, Line: line, Field: field, Msg: msg, Err: err}
 }
+
+// errWorkspaceOutside is the message for a workspace that is not a path
+// inside the spec's folder.
+const errWorkspaceOutside = "must be a relative path inside the spec's folder (give another directory with --workspace)"
+
+// WorkspaceError is the *Error for s's workspace, which leads outside the
+// spec's folder through a symbolic link (or cannot be resolved): the
+// caller that looked at the files reports it at the workspace's line.
+func WorkspaceError(s Spec, msg string) *Error {
+	return &Error{File: s.File, Line: s.WorkspaceLine, Field: "workspace", Msg: msg}
+}

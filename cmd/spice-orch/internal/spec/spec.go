@@ -75,7 +75,12 @@ type Spec struct {
 	Task    string
 	Pattern Pattern
 	// Workspace is the directory the file tools are confined to; optional.
+	// It is a local path (filepath.IsLocal): relative to the spec's folder
+	// and inside it. Whether symbolic links keep it inside is for the
+	// caller to check (see WorkspaceError), since decoding reads no files.
 	Workspace string
+	// WorkspaceLine is Workspace's line in the spec file.
+	WorkspaceLine int
 	// Approve is which tool calls wait for a person's approval before
 	// they run: "never", "mutating", "all", or tool names separated by
 	// commas, as orchestrator.ParseApprovalPolicy reads it. "" means
