@@ -81,6 +81,8 @@ func (s *stream) slot(index int64, callID []byte) *partialCall {
 func (s *stream) flushCalls() {
 	for i := range s.calls {
 		c := &s.calls[i]
+		r := &s.p.s.redact
+		c.id, c.name, c.args = r.redact(c.id), r.redact(c.name), []byte(r.redact(string(c.args)))
 		call, err := tool.NewCall(s.callID(c, s.emitted), s.names.kernelName(c.name), c.args)
 		if err != nil {
 			msg := boundMessage("a tool call is invalid", err)

@@ -134,6 +134,7 @@ func redactURL(u string) string {
 // settings is a validated Config with defaults applied.
 type settings struct {
 	apiKey          string
+	redact          redactor // the key's forms in server text
 	baseURL         *url.URL
 	timeout         time.Duration
 	temperature     float64
@@ -151,6 +152,7 @@ type settings struct {
 func (c Config) validate() (settings, error) {
 	s := settings{
 		apiKey:          c.APIKey,
+		redact:          newRedactor(c.APIKey),
 		timeout:         orDefault(c.Timeout, DefaultTimeout),
 		legacyMaxTokens: c.LegacyMaxTokens,
 		client:          c.HTTPClient,
@@ -170,6 +172,11 @@ func (c Config) validate() (settings, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return settings{}, bound.Malformedf("openai.base_url", "must be an absolute http or https URL")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+		// Cut silently, a query (an api-version, a key) would never reach
+		// the server; the caller must know.
+		return settings{}, bound.Malformedf("openai.base_url", "must not have a query string or a fragment")
 	}
 	s.baseURL = u
 	if err := checkKey(c.APIKey); err != nil {

@@ -62,10 +62,16 @@
 // # Secrets
 //
 // The API key is sent only in the Authorization header. It never appears in
-// items, metadata or errors: server messages are copied only after every
-// occurrence of the key is replaced, errors from the client library (which
-// hold the HTTP request and its headers) are not kept, and Config and
-// Provider format themselves without the key.
+// items, metadata or errors: server text (streamed text, tool calls, IDs,
+// error messages, types and codes) is copied only after every occurrence
+// of the key is replaced, in any case and in the encodings a server may
+// quote it in (base64 and base64url at any alignment, hex,
+// percent-encoding). Streamed text that may begin the key is held back
+// until the next chunk shows whether it does, so a key split over chunks
+// is caught too. Errors from the client library (which hold the HTTP
+// request and its headers) are not kept, and Config and Provider format
+// themselves without the key. A base URL with a query string is refused,
+// not cut.
 //
 // This package must not import another adapter (tools, stores, other
 // providers) or anything above layer 3. It knows nothing of runs, events or

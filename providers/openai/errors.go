@@ -110,11 +110,9 @@ const maxServerMessage = 1 << 10
 // UTF-8, no control characters, and bounded with a visible marker (it is a
 // diagnostic, not data the kernel carries).
 func (p *Provider) sanitize(s string) string {
-	if k := p.s.apiKey; len(k) >= 4 {
-		// A server may echo the key in another case ("invalid key
-		// SK-ABC…"): any case of it is the key.
-		s = replaceFold(s, k, "[redacted]")
-	}
+	// A server may echo the key in another case ("invalid key SK-ABC…")
+	// or encoded: any of those is the key.
+	s = p.s.redact.redact(s)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {

@@ -49,7 +49,7 @@ func TestBackoffIsBoundedAndJittered(t *testing.T) {
 }
 
 func TestSanitizeBoundsAndCleans(t *testing.T) {
-	p := &Provider{s: settings{apiKey: "sk-live-0123456789"}}
+	p := &Provider{s: settings{apiKey: "sk-live-0123456789", redact: newRedactor("sk-live-0123456789")}}
 	long := make([]byte, 0, 3*maxServerMessage)
 	for len(long) < 2*maxServerMessage {
 		long = append(long, "é"...)
@@ -64,7 +64,7 @@ func TestSanitizeBoundsAndCleans(t *testing.T) {
 // A server that echoes the key with its case changed does not leak it
 // (issue 16).
 func TestSanitizeRedactsTheKeyInAnyCase(t *testing.T) {
-	p := &Provider{s: settings{apiKey: "sk-live-0123456789abc"}}
+	p := &Provider{s: settings{apiKey: "sk-live-0123456789abc", redact: newRedactor("sk-live-0123456789abc")}}
 	require.Equal(t, "bad key [redacted], [redacted] and [redacted]",
 		p.sanitize("bad key SK-LIVE-0123456789ABC, Sk-Live-0123456789aBc and sk-live-0123456789abc"))
 	require.Equal(t, "no key here: sk-live-0123", p.sanitize("no key here: sk-live-0123"))

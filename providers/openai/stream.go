@@ -38,8 +38,9 @@ type stream struct {
 	dropped bool  // Close was called
 	err     error // sticky Recv error (cancellation, panic, ErrClosed)
 
-	textLen int // bytes of text emitted
-	argsLen int // bytes of arguments assembled, emitted or not
+	textLen int    // bytes of text received
+	held    string // redacted text not yet emitted: it may begin the key
+	argsLen int    // bytes of arguments assembled, emitted or not
 	calls   []partialCall
 	emitted int // tool calls emitted
 	finish  string
@@ -150,10 +151,10 @@ func (s *stream) chunk(c *chunk) {
 		return
 	}
 	if s.id == "" && len(c.id) > 0 {
-		s.id = string(c.id)
+		s.id = s.p.s.redact.redact(string(c.id))
 	}
 	if s.model == "" && len(c.model) > 0 {
-		s.model = string(c.model)
+		s.model = s.p.s.redact.redact(string(c.model))
 	}
 	if c.usage {
 		u, err := model.NewUsage(c.prompt, c.output)
@@ -190,7 +191,8 @@ func (s *stream) chunk(c *chunk) {
 			s.fragment(&ch.calls[j])
 		}
 		if len(ch.finish) > 0 && !s.done {
-			s.finish = string(ch.finish)
+			s.finish = s.p.s.redact.redact(string(ch.finish))
+			s.flushText()
 			s.flushCalls()
 		}
 		if s.done {
@@ -199,8 +201,10 @@ func (s *stream) chunk(c *chunk) {
 	}
 }
 
-// text emits t, split into deltas of at most bound.MaxTextDeltaBytes at
-// rune boundaries, after checking the aggregate bounds.
+// text takes t after checking the aggregate bounds, and emits what the
+// key cannot be part of: the key is replaced, and the end that may be the
+// start of the key split over chunks waits for the next chunk (or the
+// finish).
 func (s *stream) text(t string) {
 	if t == "" || s.done {
 		return
@@ -215,6 +219,22 @@ func (s *stream) text(t string) {
 		return
 	}
 	s.textLen = total
+	out := s.p.s.redact.redact(s.held + t)
+	cut := s.p.s.redact.tail(out)
+	s.held = out[cut:]
+	s.emit(out[:cut])
+}
+
+// flushText emits the text held back.
+func (s *stream) flushText() {
+	t := s.held
+	s.held = ""
+	s.emit(t)
+}
+
+// emit emits t, split into deltas of at most bound.MaxTextDeltaBytes at
+// rune boundaries.
+func (s *stream) emit(t string) {
 	for t != "" {
 		n := len(t)
 		if n > bound.MaxTextDeltaBytes {
@@ -242,6 +262,13 @@ func (s *stream) fail(p problem.Problem) {
 	if s.done {
 		return
 	}
+	// Text held back because it may begin the key is kept when it is too
+	// short to be a secret ("s", "sk-"), and dropped otherwise: a
+	// failed stream's text is incomplete anyway.
+	if held := s.held; len(held) < minKeyBytes {
+		s.held = ""
+		s.emit(held)
+	}
 	it, err := model.Failed(p)
 	if err != nil { // p is never zero here
 		it, _ = model.Failed(problem.Must(CodeInternal, "the provider built an invalid problem"))
@@ -265,6 +292,7 @@ func (s *stream) end() {
 		}
 		s.fail(newProblem(CodeEmptyResponse, "the model finished without text or tool calls"))
 	default:
+		s.flushText()
 		s.pending = append(s.pending, model.Completed(s.usage, s.metadata()))
 		s.done = true
 		s.shutdown()

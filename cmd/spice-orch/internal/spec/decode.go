@@ -319,6 +319,10 @@ func (d *decoder) openai(n *yaml.Node, path string) (OpenAIOptions, error) {
 			return opts, d.fail(o.line("base_url"), join(path, "base_url"),
 				"must not hold credentials (the key comes from OPENAI_API_KEY)")
 		}
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+			return opts, d.fail(o.line("base_url"), join(path, "base_url"),
+				"must not have a query string or a fragment")
+		}
 	}
 	if opts.Timeout, err = d.duration(o, "timeout", MaxTimeout); err != nil {
 		return opts, err

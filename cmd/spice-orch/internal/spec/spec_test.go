@@ -202,6 +202,8 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 			"s.yaml:7: workers[0].openai.base_url: must be an absolute http or https URL"},
 		"base url credentials": {strings.Replace(minimal, "provider: scripted\n  - role: reviewer", "provider: openai\n    model: m\n    openai: {base_url: \"https://u:sk-secret@x/v1\"}\n  - role: reviewer", 1),
 			"s.yaml:7: workers[0].openai.base_url: must not hold credentials (the key comes from OPENAI_API_KEY)"},
+		"base url query": {strings.Replace(minimal, "provider: scripted\n  - role: reviewer", "provider: openai\n    model: m\n    openai: {base_url: \"https://x/v1?api-version=1\"}\n  - role: reviewer", 1),
+			"s.yaml:7: workers[0].openai.base_url: must not have a query string or a fragment"},
 		"handoff bytes": {minimal + "handoff:\n  max_bytes: 300000\n", "s.yaml:9: handoff.max_bytes: must be between 1 and 262144"},
 		"over bound":    {minimal + "handoff:\n  over_bound: drop\n", "s.yaml:9: handoff.over_bound: must be one of error, truncate"},
 		"heading for an unknown role": {minimal + "handoff:\n  headings:\n    editor: Notes\n",
