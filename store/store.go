@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +29,10 @@ type Config struct {
 	// marked, but reads show what recovery would: a run or pair without a
 	// terminal whose owner is gone is interrupted. A store on a location
 	// this process cannot write (a read-only mount, another user's
-	// directory) is read as it is, even when SQLite cannot make its
-	// shared-memory file there.
+	// directory, a full disk) is read as it is, even when SQLite cannot
+	// make its shared-memory file there: as an immutable file when no
+	// write-ahead log holds commits, else through a private copy of the
+	// file and its log in the temporary directory, removed by Close.
 	ReadOnly bool
 	// BusyTimeout is how long a statement waits for a lock another process
 	// holds. Default DefaultBusyTimeout.
@@ -60,6 +64,8 @@ type Store struct {
 	recovery Recovery
 	owner    *owner // this open's ownership; nil when read-only
 	ownerDir string // where every owner's lock file is
+
+	copyDir string // the private copy a read-only open reads, if any
 
 	mu     sync.RWMutex // held for reading while an event is handed to w
 	closed bool
@@ -109,6 +115,8 @@ func openConfig(ctx context.Context, cfg Config, h hooks) (*Store, error) {
 		}
 		s.release()
 		db.Close()
+		s.db.Close() // a fallback's, when init replaced db
+		s.removeCopy()
 		return nil, err
 	}
 	return s, nil
@@ -132,6 +140,16 @@ func (s *Store) init(ctx context.Context, cfg Config, h hooks) error {
 				} else {
 					db.Close()
 				}
+			}
+		}
+		if err != nil && hasWAL(cfg.Path) {
+			// A log with commits needs a shared-memory file to be read,
+			// which a full or read-only location cannot hold: read a
+			// private copy instead. No process is writing the store, or
+			// the file would be there.
+			var derr error
+			if app, version, empty, derr = s.readCopy(ctx, cfg); derr == nil {
+				err = nil
 			}
 		}
 		if err != nil {
@@ -227,7 +245,9 @@ func (s *Store) Close() error {
 		err = s.w.stop()
 	}
 	s.release()
-	return errors.Join(err, s.db.Close())
+	err = errors.Join(err, s.db.Close())
+	s.removeCopy()
+	return err
 }
 
 // Recovery returns what this open found unfinished. It is empty for a
@@ -255,6 +275,65 @@ func (s *Store) Durability(ctx context.Context) (Durability, error) {
 	}
 	d.Synchronous = [...]string{"OFF", "NORMAL", "FULL", "EXTRA"}[min(max(sync, 0), 3)]
 	return d, nil
+}
+
+// readCopy copies the store at cfg.Path and its write-ahead log into a
+// new private directory, opens the copy read-only in place of s.db, and
+// reads its header. Close removes the copy.
+func (s *Store) readCopy(ctx context.Context, cfg Config) (app, version int, empty bool, err error) {
+	dir, err := os.MkdirTemp("", "spice-orch-store-")
+	if err != nil {
+		return 0, 0, false, err
+	}
+	path := filepath.Join(dir, "store.db")
+	// The log is copied last: a commit it holds is never lost, and the
+	// main file cannot have changed, since no writer has the store open.
+	for _, suffix := range []string{"", "-wal"} {
+		if err = copyFile(cfg.Path+suffix, path+suffix); err != nil {
+			os.RemoveAll(dir)
+			return 0, 0, false, err
+		}
+	}
+	ccfg := cfg
+	ccfg.Path = path
+	db, err := sql.Open("sqlite", dsn(ccfg))
+	if err == nil {
+		db.SetMaxOpenConns(readers + 1)
+		db.SetMaxIdleConns(readers + 1)
+		app, version, empty, err = header(ctx, db)
+		if err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return 0, 0, false, err
+	}
+	s.db.Close()
+	s.db, s.copyDir = db, dir
+	return app, version, empty, nil
+}
+
+func (s *Store) removeCopy() {
+	if s.copyDir != "" {
+		_ = os.RemoveAll(s.copyDir)
+		s.copyDir = ""
+	}
+}
+
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	return errors.Join(err, dst.Close())
 }
 
 // hasWAL reports whether the store at path has a write-ahead log with
