@@ -3,6 +3,7 @@ package render
 import (
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -10,8 +11,10 @@ import (
 // file or a server could otherwise clear the screen, set the window title,
 // rewrite a line with a carriage return or write the clipboard (OSC 52):
 // every control character except newline and tab, DEL, every C1 control,
-// every bidirectional formatting character and every byte that is not
-// UTF-8 is shown as a visible escape (\x1b, \r, \u202e, \xff) instead.
+// every bidirectional formatting character, every other invisible
+// formatting character (zero-width spaces and joiners, the byte order
+// mark: Unicode's format category) and every byte that is not UTF-8 is
+// shown as a visible escape (\x1b, \r, \u202e, \u200b, \xff) instead.
 // A backslash stays as it is: the escapes are for a person to read, not to
 // decode.
 func Text(s string) string { return escape(s, false) }
@@ -75,6 +78,11 @@ func unsafeRune(r rune, n int, oneLine bool) bool {
 		return true
 	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true // bidirectional marks, embeddings, overrides and isolates
+	case r >= 0xa0 && unicode.Is(unicode.Cf, r):
+		// Invisible formatting: zero-width spaces and joiners, the byte
+		// order mark, soft hyphens, tag characters. They hide text from
+		// a reader; an emoji sequence joined by U+200D is shown apart.
+		return true
 	}
 	return false
 }

@@ -88,3 +88,44 @@ func TestS2_RenderShowsHostileTextVisiblyInEveryField(t *testing.T) {
 		}
 	}
 }
+
+// Every bidirectional control and every invisible formatting character
+// (zero-width spaces and joiners, word joiner, byte order mark, soft
+// hyphen, tag characters) is shown as its escape, each on its own, in
+// Text and in Field; the printable neighbours of each stay as they are.
+func TestS2_EveryBidiAndZeroWidthCharacterIsEscaped(t *testing.T) {
+	for _, c := range []struct {
+		r    rune
+		want string
+	}{
+		{0x061c, `\u061c`},   // arabic letter mark
+		{0x200e, `\u200e`},   // left-to-right mark
+		{0x200f, `\u200f`},   // right-to-left mark
+		{0x202a, `\u202a`},   // left-to-right embedding
+		{0x202b, `\u202b`},   // right-to-left embedding
+		{0x202c, `\u202c`},   // pop directional formatting
+		{0x202d, `\u202d`},   // left-to-right override
+		{0x202e, `\u202e`},   // right-to-left override
+		{0x2066, `\u2066`},   // left-to-right isolate
+		{0x2067, `\u2067`},   // right-to-left isolate
+		{0x2068, `\u2068`},   // first strong isolate
+		{0x2069, `\u2069`},   // pop directional isolate
+		{0x200b, `\u200b`},   // zero width space
+		{0x200c, `\u200c`},   // zero width non-joiner
+		{0x200d, `\u200d`},   // zero width joiner
+		{0x2060, `\u2060`},   // word joiner
+		{0x2061, `\u2061`},   // function application
+		{0xfeff, `\ufeff`},   // zero width no-break space (byte order mark)
+		{0x180e, `\u180e`},   // mongolian vowel separator
+		{0x00ad, `\xad`},     // soft hyphen
+		{0xe0041, `\ue0041`}, // tag latin capital letter a
+	} {
+		s := "a" + string(c.r) + "b"
+		require.Equal(t, "a"+c.want+"b", render.Text(s), "%U in Text", c.r)
+		require.Equal(t, "a"+c.want+"b", render.Field(s), "%U in Field", c.r)
+	}
+	for _, r := range []rune{0x061b, 0x2010, 0x2070, 0x00ae, 0xfefe} {
+		s := "a" + string(r) + "b"
+		require.Equal(t, s, render.Text(s), "%U is printable", r)
+	}
+}
