@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -55,8 +56,8 @@ func Decode(file string, data []byte) (Spec, error) {
 	if err := bound.Bytes("spec", len(data), MaxBytes); err != nil {
 		return Spec{}, d.bound(nil, "", err)
 	}
-	if !utf8.Valid(data) {
-		return Spec{}, d.fail(nil, "", "not valid UTF-8")
+	if err := d.text(data); err != nil {
+		return Spec{}, err
 	}
 	if isJSON(file, data) {
 		// YAML reads JSON, but its syntax errors speak of YAML.
@@ -91,6 +92,28 @@ func Decode(file string, data []byte) (Spec, error) {
 	}
 	s.File = file
 	return s, nil
+}
+
+// text refuses bytes that are not UTF-8 and control characters other
+// than tab, newline and carriage return, anywhere in the document, at
+// their line and column: the YAML parser names neither.
+func (d *decoder) text(data []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			return &Error{File: d.file, Line: line, Column: col, Msg: "not valid UTF-8"}
+		case r == '\n':
+			line, col = line+1, 0
+		case r < 0x20 && r != '\t' && r != '\r', r == 0x7f, r >= 0x80 && r < 0xa0:
+			return &Error{File: d.file, Line: line, Column: col,
+				Msg: fmt.Sprintf("control character %U (only tab, newline and carriage return are allowed)", r)}
+		}
+		i += n
+		col++
+	}
+	return nil
 }
 
 var syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

@@ -14,11 +14,14 @@ var ErrInvalid = errors.New("invalid spec")
 // names the field and the rule, never the rejected value, so a key pasted
 // into the wrong field is not echoed.
 type Error struct {
-	File  string // as given to Decode; "" for none
-	Line  int    // 1-based; 0 when the mistake has no place (an empty file)
-	Field string // the field path, e.g. "workers[1].max_turns"; "" for the file
-	Msg   string
-	Err   error // the *bound.Error behind Msg, if any
+	File string // as given to Decode; "" for none
+	Line int    // 1-based; 0 when the mistake has no place (an empty file)
+	// Column is the 1-based character of Line, for a mistake in the
+	// text itself (a control character); 0 when the line is enough.
+	Column int
+	Field  string // the field path, e.g. "workers[1].max_turns"; "" for the file
+	Msg    string
+	Err    error // the *bound.Error behind Msg, if any
 }
 
 // Error returns "FILE:LINE: FIELD: MSG", leaving out what is unknown.
@@ -29,6 +32,9 @@ func (e *Error) Error() string {
 	}
 	if e.Line > 0 {
 		s += ":" + strconv.Itoa(e.Line)
+		if e.Column > 0 {
+			s += ":" + strconv.Itoa(e.Column)
+		}
 	}
 	s += ": "
 	if e.Field != "" {

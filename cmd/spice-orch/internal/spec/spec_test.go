@@ -181,7 +181,7 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		"comment only":  {"# nothing\n", "s.yaml: empty spec"},
 		"not a mapping": {"- a\n", "s.yaml:1: want a mapping of fields, got a list"},
 		"syntax":        {"pattern: review\nworkers: [\n", "s.yaml:2: YAML syntax: did not find expected node content"},
-		"bad utf8":      {"name: \xff\n", "s.yaml: not valid UTF-8"},
+		"bad utf8":      {"name: \xff\n", "s.yaml:1:7: not valid UTF-8"},
 		"tab indent":    {"pattern: review\nworkers:\n\t- role: x\n", "s.yaml:3: YAML syntax: found character that cannot start any token"},
 		"step without text or calls": {worker0("    script:\n      - match: x\n"),
 			"s.yaml:7: workers[0].script[0]: a step needs text, calls or both"},
@@ -269,4 +269,28 @@ func TestO5_OnLimitFinalAnswerDecodes(t *testing.T) {
 	s, err = spec.Decode("s.yaml", []byte(minimal+"limits:\n  on_limit: stop\n"))
 	require.NoError(t, err)
 	require.False(t, s.Limits.FinalAnswer)
+}
+
+// A control character, a NUL or a byte that is not UTF-8 is named with its
+// line and column, in a value or anywhere else, and never echoed.
+func TestDecodeNamesTheLineOfAControlCharacterOrBadByte(t *testing.T) {
+	for name, c := range map[string]struct{ doc, want string }{
+		"control in a quoted value": {minimal + "name: \"a\x01b\"\n",
+			`s.yaml:8:9: control character U+0001 (only tab, newline and carriage return are allowed)`},
+		"NUL in a plain value": {minimal + "name: a\x00b\n",
+			`s.yaml:8:8: control character U+0000 (only tab, newline and carriage return are allowed)`},
+		"escape in a comment": {"# \x1b[2J\n" + minimal,
+			`s.yaml:1:3: control character U+001B (only tab, newline and carriage return are allowed)`},
+		"DEL": {minimal + "name: a\x7f\n",
+			`s.yaml:8:8: control character U+007F (only tab, newline and carriage return are allowed)`},
+		"C1 control": {minimal + "name: a\u0085\n",
+			`s.yaml:8:8: control character U+0085 (only tab, newline and carriage return are allowed)`},
+		"not UTF-8": {minimal + "name: \"é\xff\"\n",
+			`s.yaml:8:9: not valid UTF-8`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := spec.Decode("s.yaml", []byte(c.doc))
+			requireSpecError(t, err, c.want)
+		})
+	}
 }
