@@ -159,3 +159,51 @@ func replaceScalar(lines []string, n *yaml.Node, v string) error {
 	lines[n.Line-1] = l[:c] + now + l[c+len(was):]
 	return nil
 }
+
+// checkPluginFiles refuses, at its line, a plugin entry of s that a launch
+// would refuse for its file: a path that names nothing, a directory, a
+// device or another file that is not regular, a file nobody may execute,
+// or bytes (with the files it loads) that do not hash to the pin. The
+// launch checks again.
+func checkPluginFiles(s spec.Spec) error {
+	for i, p := range s.Plugins {
+		field := "plugins[" + strconv.Itoa(i) + "]"
+		bad := func(line int, name, msg string) error {
+			return &spec.Error{File: s.File, Line: line, Field: field + "." + name, Msg: msg}
+		}
+		// Stat, not open: opening a FIFO would wait for a writer.
+		fi, err := os.Stat(p.Path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return bad(p.Line, "path", "no file at this path")
+		case err != nil:
+			return bad(p.Line, "path", "cannot be read")
+		case fi.IsDir():
+			return bad(p.Line, "path", "is a directory, not an executable file")
+		case fi.Mode()&os.ModeDevice != 0:
+			return bad(p.Line, "path", "is a device, not an executable file")
+		case !fi.Mode().IsRegular():
+			return bad(p.Line, "path", "is not a regular file")
+		case fi.Mode().Perm()&0o111 == 0:
+			return bad(p.Line, "path", "is not executable")
+		}
+		got, err := host.DigestFiles(p.Path, p.Root, p.Files)
+		if err != nil {
+			return bad(p.Line, "path", "cannot be pinned: "+errorReason(err))
+		}
+		if got != p.SHA256 {
+			return bad(p.PinLine, "sha256", "does not match the file (its SHA-256 is "+got+")")
+		}
+	}
+	return nil
+}
+
+// errorReason is a launch error's reason without its path, which the spec
+// line already names.
+func errorReason(err error) string {
+	var le *host.LaunchError
+	if errors.As(err, &le) && le.Reason != "" {
+		return le.Reason
+	}
+	return "cannot read"
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
+	"github.com/spice-orch/spice-orch/tools"
 )
 
 type runFlags struct {
@@ -144,6 +145,9 @@ func loadSpec(args []string) (spec.Spec, error) {
 	if err := compose.Check(s); err != nil {
 		return s, usageErr(err)
 	}
+	if err := checkPluginFiles(s); err != nil {
+		return s, usageErr(err)
+	}
 	if s.Workspace != "" {
 		if _, err := specWorkspace(s); err != nil {
 			if errors.Is(err, spec.ErrInvalid) {
@@ -178,6 +182,13 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		return failed(fmt.Errorf("workspace: %w", err))
 	}
 	defer cleanup()
+	if !temporary {
+		// A run killed mid-write left its temporary file beside the
+		// target; a minute-old one belongs to no write in progress.
+		if n, err := tools.RemoveLeftovers(dir, time.Now().Add(-time.Minute)); err == nil && n > 0 {
+			fmt.Fprintf(env.Stderr, "spice-orch: removed %d temporary file(s) an interrupted fs.write left in the workspace\n", n)
+		}
+	}
 	var st *store.Store
 	var stPath string
 	if !f.noStore {

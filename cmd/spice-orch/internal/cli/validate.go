@@ -19,6 +19,9 @@ func newValidateCmd(env Env) *cobra.Command {
 anything, reading the environment or touching the network: unknown fields,
 wrong types and out-of-range values are reported with their line, and a
 scripted worker must call only tools the plan has (` + strings.Join(compose.ToolNames(), ", ") + `).
+Files the spec names are checked as run checks them: the workspace must
+stay inside the spec's folder, and a plugin's path must be an executable
+regular file whose SHA-256 is its pin.
 
 Each file is checked and reported, valid or not, on its own line.
 

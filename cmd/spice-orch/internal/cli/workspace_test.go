@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/tools"
 )
 
 // A spec's workspace stays inside the spec's folder: validate and run
@@ -74,4 +77,21 @@ func TestSpecWorkspaceInsideAndTheFlagOutside(t *testing.T) {
 	_, stderr, code = call(t, nil, "run", file, "--no-store", "--workspace", outside)
 	require.Equal(t, 0, code, stderr)
 	require.FileExists(t, filepath.Join(outside, "draft.md"))
+}
+
+// A temporary file a killed fs.write left in the workspace is removed by
+// the next run there.
+func TestRunRemovesTheTemporaryFilesOfAKilledWrite(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "pair.yaml", validSpec+"workspace: out\n")
+	leftover := filepath.Join(dir, "out", "notes", tools.TempPrefix+"0123456789abcdef.tmp")
+	require.NoError(t, os.MkdirAll(filepath.Dir(leftover), 0o755))
+	require.NoError(t, os.WriteFile(leftover, []byte("half a draft"), 0o644))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(leftover, old, old))
+
+	_, stderr, code := call(t, nil, "run", file, "--no-store")
+	require.Equal(t, 0, code, stderr)
+	require.NoFileExists(t, leftover)
+	require.Contains(t, stderr, "removed 1 temporary file(s) an interrupted fs.write left in the workspace")
 }

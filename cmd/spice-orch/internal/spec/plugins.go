@@ -41,6 +41,9 @@ type Plugin struct {
 	Root   string
 	Files  []string
 	Bounds PluginBounds
+	// Line and PinLine are the lines of Path and SHA256 in the spec
+	// file, for a caller that checks the file they name.
+	Line, PinLine int
 }
 
 // PluginBounds are the optional bounds of a plugin.
@@ -75,6 +78,7 @@ func (d *decoder) plugins(n *yaml.Node) ([]Plugin, error) {
 		if p.SHA256, err = d.str(o, "sha256", true, 64); err != nil {
 			return nil, err
 		}
+		p.Line, p.PinLine = o.line("path").Line, o.line("sha256").Line
 		if len(p.SHA256) != 64 || strings.Trim(p.SHA256, "0123456789abcdef") != "" {
 			return nil, d.fail(o.line("sha256"), join(path, "sha256"),
 				"must be 64 lower-case hex characters (spice-orch plugin digest PATH prints it)")
