@@ -16,7 +16,7 @@ func TestP1_SpecPluginsNeedAnAbsolutePathAndAPin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []spec.Plugin{{Path: "/path/to/wordcount", SHA256: strings.Repeat("0", 64), Name: "wordcount",
 		Bounds: spec.PluginBounds{StartupTimeout: 10 * time.Second, CallTimeout: 5 * time.Second},
-		Line: s.Plugins[0].Line, PinLine: s.Plugins[0].PinLine}}, s.Plugins)
+		Line:   s.Plugins[0].Line, PinLine: s.Plugins[0].PinLine}}, s.Plugins)
 	require.NotZero(t, s.Plugins[0].Line)
 	require.Equal(t, s.Plugins[0].Line+1, s.Plugins[0].PinLine)
 
