@@ -69,7 +69,7 @@ func TestP4_PairPlaysWithAPluginToolAndCompiledToolsInOnePlan(t *testing.T) {
 	require.NoError(t, os.WriteFile(specPath, []byte(strings.ReplaceAll(string(b), sum, strings.Repeat("b", 64))), 0o600))
 	r = spiceOrch(t, env(t), "run", "--no-store", specPath)
 	require.Equal(t, 2, r.code, r.stderr)
-	require.Contains(t, r.stderr, "digest mismatch")
+	require.Contains(t, r.stderr, "plugins[0].sha256: does not match the file (its SHA-256 is "+sum+")")
 }
 
 func TestP6_PinRollsANewBuildForFutureRuns(t *testing.T) {
