@@ -23,7 +23,7 @@ func TestD3_TheProviderDescribesItselfForTelemetry(t *testing.T) {
 		maxTokens int64
 	}{
 		{openai.Config{APIKey: testKey}, "api.openai.com", 443, 0, false, 0},
-		{openai.Config{BaseURL: "http://127.0.0.1:8000/v1?x=1", Temperature: &temp, MaxOutputTokens: 800}, "127.0.0.1", 8000, 0.3, true, 800},
+		{openai.Config{BaseURL: "http://127.0.0.1:8000/v1", Temperature: &temp, MaxOutputTokens: 800}, "127.0.0.1", 8000, 0.3, true, 800},
 		{openai.Config{BaseURL: "http://[::1]/v1"}, "::1", 80, 0, false, 0},
 	} {
 		p, err := openai.New(c.cfg)
