@@ -79,7 +79,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // OpenConfig opens a store as cfg says. A writable open migrates the schema
 // to SchemaVersion and runs recovery (see Recovery); a file with a newer
-// schema is a *VersionError, a file some other program made is ErrNotStore.
+// schema is a *VersionError, a file some other program made is
+// ErrNotStore, and a file whose header or pages are damaged matches
+// ErrDamaged.
 //
 // Many processes may open a store for writing at once. Each writable open
 // is an owner (owner.go) and stamps the logs it starts; recovery marks a
