@@ -64,6 +64,20 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	}{out})
 }
 
+// waiting counts the pair's pending questions.
+func (s *Server) waiting(pairID string) int {
+	if s.cfg.Approvals == nil {
+		return 0
+	}
+	n := 0
+	for _, a := range s.cfg.Approvals.Pending() {
+		if a.Pair == pairID {
+			n++
+		}
+	}
+	return n
+}
+
 // answerBody is the body of POST /v1/pairs/{id}/approvals/{question}.
 type answerBody struct {
 	Answer string `json:"answer"` // "approve" or "deny"

@@ -139,6 +139,15 @@ func TestR1_ServeAsksBeforeAMutatingCall(t *testing.T) {
 	require.Equal(t, q.Digest, got.Digest)
 	require.Equal(t, string(q.Call), got.Call)
 
+	var pair struct {
+		State   string
+		Waiting int
+	}
+	status, body = httpDo(t, "GET", as.url+"/v1/pairs/"+created.ID, "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, json.Unmarshal([]byte(body), &pair))
+	require.Equal(t, 1, pair.Waiting, "the pair shows it waits: %s", body)
+
 	answer := as.url + "/v1/pairs/" + created.ID + "/approvals/" + got.Question
 	out := filepath.Join(as.dir, "data", "workspaces", created.ID, "out.txt")
 	other := strings.Repeat("0", 64)
@@ -170,6 +179,10 @@ func TestR1_ServeAsksBeforeAMutatingCall(t *testing.T) {
 	require.Equal(t, "approved", string(b))
 	status, _ = httpDo(t, "POST", answer, "application/json", answerJSON("approve", got.Digest))
 	require.Equal(t, http.StatusNotFound, status, "an answered question is gone")
+	status, body = httpDo(t, "GET", as.url+"/v1/pairs/"+created.ID, "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, json.Unmarshal([]byte(body), &pair))
+	require.Zero(t, pair.Waiting, body)
 }
 
 // TestR1_ServeDenialNeverRuns: a denied call never touches the file
