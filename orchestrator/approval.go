@@ -254,8 +254,22 @@ var ErrNotApproval = errors.New("orchestrator: not an approval question")
 // approval of this version or whose choices are not exactly the two
 // answers bound to its digest.
 func ParseApproval(q interaction.Question) (Approval, error) {
-	prompt := q.Prompt()
-	if len(prompt) > interaction.MaxPromptBytes || !strings.HasPrefix(prompt, `{"type":"`+ApprovalKind+`"`) {
+	a, err := parseApprovalPrompt(q.Prompt())
+	if err != nil {
+		return Approval{}, err
+	}
+	want := []string{ApprovalAnswer(a.Digest, true), ApprovalAnswer(a.Digest, false)}
+	if !slices.Equal(slices.Collect(q.Choices()), want) {
+		return Approval{}, bound.Malformedf("approval.choices", "must be the two answers bound to the digest")
+	}
+	a.Question = q.ID()
+	return a, nil
+}
+
+// parseApprovalPrompt reads an approval question's prompt, as a question
+// and as its recorded interaction.started carry it.
+func parseApprovalPrompt(prompt string) (Approval, error) {
+	if len(prompt) > interaction.MaxPromptBytes || !isApprovalPrompt(prompt) {
 		return Approval{}, ErrNotApproval
 	}
 	d := json.NewDecoder(strings.NewReader(prompt))
@@ -273,11 +287,6 @@ func ParseApproval(q interaction.Question) (Approval, error) {
 	if _, err := hex.DecodeString(a.Digest); err != nil || strings.ToLower(a.Digest) != a.Digest {
 		return Approval{}, bound.Malformedf("approval.digest", "must be a hex SHA-256")
 	}
-	want := []string{ApprovalAnswer(a.Digest, true), ApprovalAnswer(a.Digest, false)}
-	if !slices.Equal(slices.Collect(q.Choices()), want) {
-		return Approval{}, bound.Malformedf("approval.choices", "must be the two answers bound to the digest")
-	}
-	a.Question = q.ID()
 	return a, nil
 }
 

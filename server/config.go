@@ -144,6 +144,12 @@ type Config struct {
 	// Clock is the wall clock; nil means time.Now.
 	Clock func() time.Time
 
+	// Approvals, when set, is the broker the pairs' engines ask approval
+	// questions through: GET /v1/pairs/{id}/approvals lists a pair's
+	// pending questions and POST /v1/pairs/{id}/approvals/{question}
+	// answers one. Without it the list is empty and every answer is a 404.
+	Approvals *orchestrator.Approvals
+
 	// Metrics, when set, is served at GET /metrics behind the same
 	// authentication as the API.
 	Metrics http.Handler

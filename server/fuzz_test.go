@@ -65,3 +65,20 @@ func FuzzJournal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAnswer: an answer body decodes to approve or deny with a
+// bounded digest, or fails; it never panics.
+func FuzzDecodeAnswer(f *testing.F) {
+	f.Add([]byte(`{"answer":"approve","digest":"ab"}`))
+	f.Add([]byte(`{"answer":"deny","digest":"ab"} {}`))
+	f.Add([]byte(`{"answer":"maybe"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, err := decodeAnswer(raw)
+		if err != nil {
+			return
+		}
+		if (b.Answer != "approve" && b.Answer != "deny") || b.Digest == "" || len(b.Digest) > 128 {
+			t.Fatalf("accepted %q as %+v", raw, b)
+		}
+	})
+}

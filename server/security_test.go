@@ -123,3 +123,38 @@ func TestS2_ListenOnlyOnLoopbackWithoutAToken(t *testing.T) {
 		require.NoError(t, server.CheckListen(a, true), a)
 	}
 }
+
+// TestR1_AnswersPassTheStateChangeChecks: answering an approval question
+// is a state change like any other: it needs the token, comes from the
+// same origin, names an allowed Host, and is JSON (which a cross-site
+// form cannot send without a preflight). Each refusal comes before the
+// broker is asked, so it answers nothing.
+func TestR1_AnswersPassTheStateChangeChecks(t *testing.T) {
+	const path = "/v1/pairs/pair-x/approvals/pair-x/writer/ix-1"
+	body := `{"answer":"approve","digest":"` + strings.Repeat("a", 64) + `"}`
+	h := newHarness(t, options{token: secret, mutate: func(c *server.Config) { c.Hosts = []string{"orch.internal"} }})
+	bearer := []string{"Authorization", "Bearer " + secret}
+	r := h.do("POST", path, "application/json", body)
+	require.Equal(t, http.StatusUnauthorized, r.status, string(r.body))
+	r = h.do("GET", "/v1/pairs/pair-x/approvals", "", "")
+	require.Equal(t, http.StatusUnauthorized, r.status, string(r.body))
+	for _, hdr := range [][]string{
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Sec-Fetch-Site", "same-site"},
+		{"Origin", "http://attacker.example"},
+	} {
+		r = h.do("POST", path, "application/json", body, append(hdr, bearer...)...)
+		require.Equal(t, http.StatusForbidden, r.status, hdr)
+		require.Contains(t, string(r.body), `"code":"forbidden"`)
+	}
+	r = h.do("POST", path, "application/json", body, append([]string{"Host", "attacker.example"}, bearer...)...)
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Contains(t, string(r.body), `"code":"host_refused"`)
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		require.Equal(t, http.StatusUnsupportedMediaType, h.do("POST", path, ct, body, bearer...).status, ct)
+	}
+	// Past every check, a question nobody asked is a 404.
+	r = h.do("POST", path, "application/json", body, append([]string{"Sec-Fetch-Site", "same-origin"}, bearer...)...)
+	require.Equal(t, http.StatusNotFound, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"code":"unknown_question"`)
+}

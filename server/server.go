@@ -92,6 +92,8 @@ func (s *Server) table() []route {
 		{"POST", "/v1/pairs", true, s.createPair},
 		{"GET", "/v1/pairs/{id}", true, s.getPair},
 		{"POST", "/v1/pairs/{id}/cancel", true, s.cancelPair},
+		{"GET", "/v1/pairs/{id}/approvals", true, s.listApprovals},
+		{"POST", "/v1/pairs/{id}/approvals/{question...}", true, s.answerApproval},
 		{"GET", "/v1/pairs/{id}/events", true, s.events},
 		{"GET", "/v1/pairs/{id}/events.jsonl", true, s.eventsJSONL},
 		{"GET", "/v1/examples", true, s.examples},

@@ -28,8 +28,11 @@ type pairView struct {
 	// Cancellable: this server plays the pair, it has not ended and no
 	// cancel is under way. A pair another process plays is followed from
 	// the store and cannot be cancelled here.
-	Cancellable bool  `json:"cancellable"`
-	Links       links `json:"links"`
+	Cancellable bool `json:"cancellable"`
+	// Waiting counts the pair's approval questions waiting for an answer
+	// (GET links.approvals lists them).
+	Waiting int   `json:"waiting"`
+	Links   links `json:"links"`
 }
 
 type usageView struct {
@@ -56,11 +59,12 @@ type links struct {
 	Events      string `json:"events"`
 	EventsJSONL string `json:"events_jsonl"`
 	Cancel      string `json:"cancel"`
+	Approvals   string `json:"approvals"`
 }
 
 func linksOf(pairID string) links {
 	base := "/v1/pairs/" + pairID
-	return links{Self: base, Events: base + "/events", EventsJSONL: base + "/events.jsonl", Cancel: base + "/cancel"}
+	return links{Self: base, Events: base + "/events", EventsJSONL: base + "/events.jsonl", Cancel: base + "/cancel", Approvals: base + "/approvals"}
 }
 
 // describe builds the pair resource from what this server keeps in memory
@@ -105,6 +109,9 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 			v.Reason = "cancelled"
 		}
 		v.Cancellable = !info.State.Terminal() && !e.cancelling.Load()
+		if !info.State.Terminal() {
+			v.Waiting = s.waiting(pairID)
+		}
 	}
 	if e != nil {
 		v.LastSeq = max(v.LastSeq, e.feed.log.Stats().LastSeq)

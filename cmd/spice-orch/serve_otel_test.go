@@ -52,7 +52,7 @@ func TestD3_ServeOTelSendsEachPairAndFlushesWhenItStops(t *testing.T) {
 	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), first)
 
 	const traceID, spanID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
-	req, err := http.NewRequest("POST", url+"/v1/pairs", strings.NewReader("version: 1\npattern: review\n"+
+	req, err := http.NewRequest("POST", url+"/v1/pairs", strings.NewReader("version: 1\npattern: review\napprove: never\n"+
 		"workers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n"))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/yaml")

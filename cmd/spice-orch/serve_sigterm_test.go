@@ -20,7 +20,7 @@ import (
 	"github.com/spice-orch/spice-orch/store"
 )
 
-const scriptedReview = "version: 1\npattern: review\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n"
+const scriptedReview = "version: 1\npattern: review\napprove: never\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n"
 
 // serveChild is a running `serve` child process.
 type serveChild struct {

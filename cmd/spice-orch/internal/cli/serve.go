@@ -38,6 +38,11 @@ type serveFlags struct {
 	demo        bool
 	allowOpenAI bool
 	otel        bool
+	// approve is the policy of a spec without approve: ("" means
+	// mutating); approveTimeout bounds each question's wait (0: the
+	// default).
+	approve        string
+	approveTimeout time.Duration
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -52,6 +57,8 @@ type serveHooks struct {
 	setup setupFunc
 	// built sees every pair config the server built, before submission.
 	built func(cfg *orchestrator.Config)
+	// question is told of each approval question once it is pending.
+	question func(orchestrator.Approval)
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -93,6 +100,12 @@ token as the API: token usage, operation durations, pairs ended, tool
 calls, and the scheduler's queue depth and running pairs. Without
 --otel there is no /metrics and the OTEL_* environment is not read.
 
+Approval before side effects: a tool call that the policy names waits
+until a person answers it through the API (GET /v1/pairs/ID/approvals,
+POST /v1/pairs/ID/approvals/QUESTION with the question's digest), or
+until --approve-timeout denies it. A spec's approve: field chooses its
+policy; a spec without one gets --approve (default mutating).
+
 Built-in scripted pairs are paced (--pace) so they can be watched; --demo
 starts one at start-up.`,
 		Example: `  spice-orch serve
@@ -121,6 +134,8 @@ starts one at start-up.`,
 	fl.BoolVar(&f.demo, "demo", true, "start the built-in pair once at start-up")
 	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
 	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
+	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
+	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
 	return cmd
 }
 
@@ -133,6 +148,23 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	}
 	if f.maxConns < 1 {
 		return usageErr(errors.New("--max-conns must be at least 1"))
+	}
+	policy := orchestrator.ApproveMutating
+	if f.approve != "" {
+		var err error
+		if policy, err = orchestrator.ParseApprovalPolicy(f.approve); err != nil {
+			return usageErr(fmt.Errorf("--approve: want never, mutating, all, or tool names separated by commas: %w", err))
+		}
+	}
+	if f.approveTimeout == 0 {
+		f.approveTimeout = orchestrator.DefaultApprovalTimeout
+	}
+	if f.approveTimeout < 0 || f.approveTimeout > orchestrator.MaxApprovalTimeout {
+		return usageErr(errors.New("--approve-timeout: must be between 0 and 24h, not included 0"))
+	}
+	approvals, err := orchestrator.NewApprovals(orchestrator.ApprovalsConfig{OnQuestion: hooks.question})
+	if err != nil {
+		return failed(err)
 	}
 	var tel *serveOTel
 	if f.otel {
@@ -178,10 +210,10 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		rec = hooks.store(st)
 	}
 	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
-		otel: tel, built: hooks.built}
+		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
-		Examples: examples(), Token: f.token, Hosts: f.hosts,
+		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
 	}
 	if tel != nil {
 		if err := tel.observeScheduler(sched); err != nil {

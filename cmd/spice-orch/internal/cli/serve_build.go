@@ -35,6 +35,11 @@ type builder struct {
 	extra       func(pairID string) []eventlog.Observer
 	otel        *serveOTel                 // nil without --otel
 	built       func(*orchestrator.Config) // a test hook
+	// approve is the policy of a spec without approve:, approveTimeout
+	// each question's wait; approvals holds the questions for the API.
+	approve        orchestrator.ApprovalPolicy
+	approveTimeout time.Duration
+	approvals      *orchestrator.Approvals
 }
 
 func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
@@ -66,10 +71,15 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
-	// A spec that asks for approvals must not run its tools unasked: this
-	// server has no way to ask yet.
-	if s.Approve != "" && s.Approve != "never" {
-		return refuse("approve", "this server cannot ask for approvals; run the spec with `spice-orch run`")
+	// A spec without approve: gets the server's policy; the answers come
+	// through the API (and the page), from whoever holds the token.
+	appr := orchestrator.ApprovalConfig{Policy: b.approve, Timeout: b.approveTimeout}
+	if s.Approve != "" {
+		pol, err := orchestrator.ParseApprovalPolicy(s.Approve)
+		if err != nil {
+			return refuse("approve", "want never, mutating, all, or tool names separated by commas")
+		}
+		appr.Policy = pol
 	}
 	scripted := true
 	for i, w := range s.Workers {
@@ -98,6 +108,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
 		Store: b.st, Timeline: timeline, Getenv: b.getenv,
+		Approval: appr, Broker: b.approvals,
 	})
 	if err != nil {
 		var ce *compose.ConfigError
@@ -169,7 +180,8 @@ func builtinYAML() string {
 	var b strings.Builder
 	b.WriteString("# The built-in pair: a scripted writer and reviewer that call the real\n")
 	b.WriteString("# file tools, one rejected round and one approved. Offline, no API key.\n")
-	b.WriteString("version: 1\nname: " + s.Name + "\ntask: " + q(s.Task) + "\npattern: review\nworkers:\n")
+	b.WriteString("# It writes its draft without asking; remove approve: to approve each write.\n")
+	b.WriteString("version: 1\nname: " + s.Name + "\ntask: " + q(s.Task) + "\npattern: review\napprove: never\nworkers:\n")
 	for _, w := range s.Workers {
 		b.WriteString("  - role: " + w.Role + "\n    provider: scripted\n    model: " + w.Model + "\n")
 		b.WriteString("    max_turns: " + strconv.Itoa(w.MaxTurns) + "\n    system: " + q(w.System) + "\n")
