@@ -11,9 +11,9 @@
 //     goroutines take in submission order; a job cancelled while queued
 //     ends at once and is passed over;
 //   - the read model: a go-memdb table of job snapshots indexed by
-//     submission order and by state, written in the same critical section
-//     as each transition (submit, start, end, forget) and read by List
-//     without the mutex. It is never read to decide what a job does;
+//     submission order, written in the same critical section as each
+//     transition (submit, start, end, forget) and read by List, filtered
+//     by state, without the mutex. It never decides what a job does;
 //   - the limits: Config.Queue queued jobs (Submit never waits: a full
 //     queue is a *QueueFullError), Config.Pairs running pairs,
 //     Config.ModelOps model operations in flight across all pairs (a FIFO

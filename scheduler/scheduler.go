@@ -161,20 +161,13 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 // List yields the jobs in state, or every job for state 0, in submission
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
-	txn := s.db.Txn(false)
-	var it memdb.ResultIterator
-	var err error
-	if state == 0 {
-		it, err = txn.Get(table, bySeq)
-	} else {
-		it, err = txn.Get(table, byState, state)
-	}
+	it, err := s.db.Txn(false).Get(table, bySeq)
 	return func(yield func(Info) bool) {
 		if err != nil {
 			return
 		}
 		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if !yield(raw.(*row).Info) {
+			if r := raw.(*row); (state == 0 || r.State == state) && !yield(r.Info) {
 				return
 			}
 		}
