@@ -119,7 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		History:      1,
 		TTL:          cfg.MaxAge,
 		MaxValueSize: maxStatus,
-		MaxBytes:     2 * cfg.MaxJobs * maxStatus,
+		MaxBytes:     cfg.MaxJobs * 2 << 10, // a status and a cancel key of about 1 KiB each
 		Storage:      jetstream.FileStorage,
 	})
 	if err != nil {
