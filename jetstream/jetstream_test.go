@@ -297,3 +297,38 @@ func TestD1_ServerRestartLosesNoAcknowledgedJob(t *testing.T) {
 	var be interface{ Error() string }
 	require.True(t, errors.As(err, &be), "a job ID in use is refused")
 }
+
+// TestD1_SIGTERMDrainsWithinItsBound: a worker process told to stop with
+// SIGTERM stops fetching, hands back the job it could not finish within
+// its drain bound and exits 0; the job, which had started, then ends
+// failed (interrupted) on another worker, with exactly one terminal.
+func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "drain"))
+	require.NoError(t, err)
+	tm := watchTerminals(t, b)
+	blocked := submitN(t, ctx, b, "blocked", "block", 1)[0]
+	a := startWorker(t, s.ClientURL(), "drain")
+	waitState(t, ctx, b, blocked, running)
+
+	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- a.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "the worker exits 0 after draining")
+	case <-ctx.Done():
+		t.Fatal("the worker did not exit within its drain bound")
+	}
+	requireGone(t, a.Process.Pid)
+
+	startWorker(t, s.ClientURL(), "drain")
+	st, err := b.Await(ctx, blocked)
+	require.NoError(t, err)
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, job.ReasonInterrupted, st.Reason)
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	require.Equal(t, 1, tm.count[blocked])
+}
