@@ -35,22 +35,29 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "pairdiff", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "pairdiff", "kernel"}},
 		// proof sits above server (DESIGN.md: layer 8): its alternate
 		// client is the real serve SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,
 			MayImport: []string{"server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// The HTTP API, SSE streams and embedded web UI over a job backend.
 		{Dir: "server", Level: 7,
-			MayImport: []string{"scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
+			MayImport: []string{"jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// "orchestrator and below": layer 3 adapters are below layer 6.
 		{Dir: "scheduler", Level: 6, ThirdParty: true,
-			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
+			MayImport: []string{"job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
+		// The JetStream job backend: pair jobs, their state and their
+		// timelines on NATS JetStream, played by worker processes.
+		{Dir: "jetstream", Level: 6, ThirdParty: true,
+			MayImport: []string{"job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// OpenTelemetry of runs and pairs: it reads pair timelines, so the
 		// layers below never import OpenTelemetry.
 		{Dir: "telemetry", Level: 6, ThirdParty: true,
 			MayImport: []string{"orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		{Dir: "orchestrator", Level: 5, MayImport: []string{"workers", "handoff", "idempotency", "kernel"}},
+		// The job model every job backend shares: IDs, attempts, states,
+		// reports and the backend interface; no transport, no pair.
+		{Dir: "job", Level: 5, MayImport: []string{"kernel"}},
 		{Dir: "workers", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "handoff", Level: 4, MayImport: []string{"kernel"}},
 		{Dir: "providers", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},

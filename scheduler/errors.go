@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
@@ -14,8 +15,8 @@ var (
 	// ErrClosed is returned by Submit after Close or Shutdown.
 	ErrClosed = errors.New("scheduler: closed")
 	// ErrNotFound names a job the scheduler does not know, or no longer
-	// keeps (Config.Retain).
-	ErrNotFound = errors.New("scheduler: no such job")
+	// keeps (Config.Retain). It matches job.ErrNotFound.
+	ErrNotFound error = notFoundError{}
 	// ErrNoTimeline is returned by Subscribe for a job that ended without
 	// starting its pair.
 	ErrNoTimeline = errors.New("scheduler: the job has no pair timeline")
@@ -27,6 +28,12 @@ var (
 	// errPanic is the cause of a contained panic; the value is dropped.
 	errPanic = errors.New("scheduler: panic contained")
 )
+
+type notFoundError struct{}
+
+func (notFoundError) Error() string { return "scheduler: no such job" }
+
+func (notFoundError) Is(target error) bool { return target == job.ErrNotFound }
 
 type cancelledError struct{}
 

@@ -2,237 +2,127 @@ package scheduler
 
 import (
 	"context"
-	"sync"
-	"time"
+
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
-// run is a started job's runtime part. It is set before the record that
-// holds it is stored; pair is written once, before ready is closed.
-type run struct {
-	ctx     context.Context // its slot's, which only this job's cancel cancels while it plays
-	slot    *jobCtx
-	started time.Time
-	ready   chan struct{}
-	pair    *orchestrator.Pair // nil if the pair did not start
-}
-
-// cancel cancels the job's pair, unless the job has ended.
-func (rn *run) cancel() { rn.slot.cancel(rn) }
-
-// jobCtx is the context a slot's jobs play under, one after another: a
-// child of the scheduler's that only the playing job's Cancel cancels, and
-// that the slot replaces once it is. A context per job cost three
-// allocations and two locks of the scheduler's context per job; a pair
-// leaves nothing registered on its caller's context once it has ended.
-type jobCtx struct {
-	base context.Context
-	// newCtx makes the slot's context; nil means context.WithCancel. A
-	// test counts what the pairs leave registered on it.
-	newCtx func(context.Context) (context.Context, context.CancelFunc)
-	mu     sync.Mutex
-	ctx    context.Context // guarded by mu
-	stop   context.CancelFunc
-	cur    *run // the job playing; guarded by mu
-}
-
-// testHookJobContext, set only by tests, is the newCtx of the slots that
-// New starts.
+// testHookJobContext, set only by tests, makes each job's context in
+// place of context.WithCancel.
 var testHookJobContext func(context.Context) (context.Context, context.CancelFunc)
-
-// begin makes rn the job playing, under a live context unless the
-// scheduler's has ended.
-func (c *jobCtx) begin(rn *run) {
-	c.mu.Lock()
-	if c.ctx == nil || c.ctx.Err() != nil {
-		if c.newCtx != nil {
-			c.ctx, c.stop = c.newCtx(c.base)
-		} else {
-			c.ctx, c.stop = context.WithCancel(c.base)
-		}
-	}
-	c.cur, rn.ctx = rn, c.ctx
-	c.mu.Unlock()
-}
-
-// end records that rn has ended: a later cancel of it does nothing.
-func (c *jobCtx) end(rn *run) {
-	c.mu.Lock()
-	if c.cur == rn {
-		c.cur = nil
-	}
-	c.mu.Unlock()
-}
-
-func (c *jobCtx) cancel(rn *run) {
-	c.mu.Lock()
-	if c.cur == rn {
-		c.stop()
-	}
-	c.mu.Unlock()
-}
-
-// close releases the context when the slot stops.
-func (c *jobCtx) close() {
-	c.mu.Lock()
-	if c.stop != nil {
-		c.stop()
-	}
-	c.mu.Unlock()
-}
 
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
 // the scheduler is closed and the queue is empty. Each job's pair plays on
-// this goroutine, which lives as long as the slot: its stack has grown to
-// what a pair needs once, where a goroutine per pair would grow a new stack
-// for every pair, and a job costs no goroutine handoff.
+// this goroutine, whose stack has grown to what a pair needs once.
 func (s *Scheduler) serve() {
 	defer func() {
-		if s.live.Add(-1) == 0 {
+		s.mu.Lock()
+		s.live--
+		last := s.live == 0
+		s.mu.Unlock()
+		if last {
 			s.teams.close()
 			close(s.poolDone)
 		}
 	}()
-	jc := &jobCtx{base: s.base, newCtx: testHookJobContext}
-	defer jc.close()
-	var ended *record
+	var ended *ending
 	for {
-		r, closed := s.step(ended, jc)
-		ended = nil
-		if r != nil {
-			ended = s.execute(r)
-			continue
-		}
-		if closed {
+		e := s.step(ended)
+		if e == nil {
 			return
 		}
-		select {
-		case <-s.wake:
-		case <-s.quit:
-		}
+		ended = s.execute(e)
 	}
 }
 
-// step records the end of the job the goroutine has just run, if any, and
-// starts the queued job with the lowest submission number, in one write
-// transaction: the end is written behind (finish) and the start too, so a
-// job usually costs no table write of its own. When no job is queued it
-// stores the ends written behind, and returns nil and whether the
-// scheduler is closed.
-//
-// When the table has no queued job left to start, the slot takes the
-// oldest pending submission, which comes after every stored job (so FIFO
-// holds) and is then stored only once, when it ends: a job that waits
-// behind fewer than maxPending others never costs a queued record.
-// Pending submissions are otherwise stored in batches, by Submit when the
-// buffer is full or by a read, which shares the copied index nodes.
-func (s *Scheduler) step(ended *record, jc *jobCtx) (*record, bool) {
-	s.lock()
-	defer s.unlock()
-	if ended != nil {
-		s.finish(ended)
-	}
-	q := s.nextQueued()
+// step records the end of the job the goroutine has just played, if any,
+// and starts the oldest queued job, waiting for one; nil once the
+// scheduler is closed and no job is queued. The end and the start are one
+// critical section and one read-model transaction.
+func (s *Scheduler) step(ended *ending) *entry {
 	s.mu.Lock()
-	if q == nil && len(s.pending) > 0 {
-		// The oldest submission, never stored queued: it comes after
-		// every stored job. It moves to starts under mu, so a read
-		// finds it in one place or the other.
-		q = s.pending[0]
-		s.pending = popOldest(s.pending)
-		delete(s.unstoredIDs, q.id) // now in starts
-		s.buffered.Add(1)           // before unsynced drops: flush must not skip it
-		s.unsynced.Add(-1)
-	} else if q != nil {
-		s.dropUnstored(q) // drained, but its drain's deferred work may not have run
-		s.buffered.Add(1)
+	defer s.mu.Unlock()
+	var txn *memdb.Txn
+	if ended != nil {
+		txn = s.db.Txn(true)
+		s.end(txn, ended)
 	}
-	if q == nil {
-		closed := s.closed
-		s.mu.Unlock()
-		s.syncEnds() // idle: settle the table
-		return nil, closed
-	}
-	r := newStarted(q, run{slot: jc, started: s.now(), ready: make(chan struct{})})
-	jc.begin(r.run) // before any read finds the job running, to cancel it
-	s.starts[r.id] = r
-	s.mu.Unlock()
-	s.started.Store(q.seq)
-	s.counts.queued.Add(-1)
-	s.counts.running.Add(1)
-	if s.waiters.Load() > 0 {
-		s.syncStarts() // a Subscribe may be waiting for this start
-	}
-	return r, false
-}
-
-// popOldest drops the oldest of the pending submissions. It reslices
-// rather than copy the rest down, but takes the last one by going back
-// to the slice's start: a buffer that a slot empties job by job would
-// otherwise have no room left, and every Submit would allocate an array.
-func popOldest(pending []*record) []*record {
-	pending[0] = nil
-	if len(pending) == 1 {
-		return pending[:0]
-	}
-	return pending[1:]
-}
-
-// nextQueued returns the stored queued job to start next, if any. Started
-// jobs whose start is written behind are still Queued in the table: it is
-// the first queued one after the last started. The caller holds a write
-// transaction.
-func (s *Scheduler) nextQueued() *record {
-	from := max(s.started.Load(), s.skipped) + 1
-	if from > s.lastQueued {
-		return nil // every stored queued job has started or was cancelled
-	}
-	// After the last started, every stored job is queued or was
-	// cancelled while queued; each cancelled one is passed over once.
-	it, err := s.write().LowerBound(table, indexID, from)
-	if err != nil {
-		return nil
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		r := raw.(*record)
-		if r.state == Queued {
-			return r
+	defer func() {
+		if txn != nil {
+			txn.Commit()
 		}
-		s.skipped = r.seq
+		if ended != nil {
+			close(ended.job.done) // after the commit: a waiter's List sees the end
+		}
+	}()
+	for {
+		for s.queue.len() > 0 {
+			e := s.queue.pop()
+			if e.state != Queued {
+				continue // cancelled while queued
+			}
+			if testHookJobContext != nil {
+				e.ctx, e.cancel = testHookJobContext(s.base)
+			} else {
+				e.ctx, e.cancel = context.WithCancel(s.base)
+			}
+			e.state, e.started = Running, s.now()
+			s.stats.Queued--
+			s.stats.Running++
+			if txn == nil {
+				txn = s.db.Txn(true)
+			}
+			s.put(txn, e)
+			return e
+		}
+		if s.closed {
+			return nil
+		}
+		if txn != nil {
+			txn.Commit() // before waiting: the end is seen at once
+			txn = nil
+		}
+		if ended != nil {
+			close(ended.job.done)
+			ended = nil
+		}
+		s.work.Wait()
 	}
-	return nil
 }
 
-// execute runs the job's pair to its end and returns the job's terminal
-// record, for step to store.
-func (s *Scheduler) execute(r *record) *record {
-	rn := r.run
-	// The pair plays on this goroutine, whose stack has already grown to
-	// what a pair needs; Started hands it to Subscribe meanwhile.
+// ending is how a job that ran ended, for step to record.
+type ending struct {
+	job    *entry
+	state  State
+	result orchestrator.Result
+	err    error
+}
+
+// execute runs the job's pair to its end and returns how it ended.
+func (s *Scheduler) execute(e *entry) *ending {
+	// Started hands the pair to Subscribe while it plays.
 	var pair *orchestrator.Pair
 	var err error
-	if r.cfg.ID == "" {
-		pair, err = playPair(rn.ctx, s.teams, r.cfg, r.id, rn)
+	if e.cfg.ID == "" {
+		pair, err = playPair(e.ctx, s.teams, e.cfg, e.id, e)
 	} else {
-		cfg := *r.cfg
+		cfg := *e.cfg
 		s.gateProviders(&cfg)
 		host := cfg.Started
 		cfg.Started = func(p *orchestrator.Pair) {
-			rn.pair = p
-			close(rn.ready)
+			e.handOver(p)
 			if host != nil {
 				host(p)
 			}
 		}
-		pair, err = runPair(rn.ctx, cfg)
+		pair, err = runPair(e.ctx, cfg)
 	}
-	if rn.pair == nil {
+	if !e.handed {
 		// Refused before its lease (Subscribe: ErrNoTimeline), or ended
 		// because appending pair.started failed (Subscribe gets the
 		// timeline as it ended).
-		rn.pair = pair
-		close(rn.ready)
+		e.handOver(pair)
 	}
 	var res orchestrator.Result
 	state := Failed
@@ -244,51 +134,39 @@ func (s *Scheduler) execute(r *record) *record {
 		} else if res.Reason == orchestrator.ReasonCancelled {
 			state = Cancelled
 		}
-	case rn.ctx.Err() != nil:
+	case e.ctx.Err() != nil:
 		// Cancelled before its pair could lease its plan.
 		state, err = Cancelled, ErrCancelled
 	}
-	rn.slot.end(rn)
-	return newEnded(r, state, ending{at: s.now(), result: res, err: err})
+	e.cancel() // releases the job's context
+	return &ending{job: e, state: state, result: res, err: err}
 }
 
-// finish records a job's end. The terminal record is written behind, in
-// ends, where it replaces the job's start if that was written behind too,
-// and the job's waiters are woken at once. Ends are stored, all of
-// them in one batch, when maxEnds are waiting or when this end makes more
-// than Config.Retain finished jobs, so that the oldest are forgotten
-// (retire) before the end is seen. The caller holds the write lock.
-func (s *Scheduler) finish(r *record) {
-	s.counts.running.Add(-1)
-	switch r.state {
+// end records the end of a job that ran. The caller holds mu.
+func (s *Scheduler) end(txn *memdb.Txn, x *ending) {
+	e := x.job
+	e.state, e.ended, e.result, e.err = x.state, s.now(), x.result, x.err
+	e.cfg, e.ctx = nil, nil
+	s.stats.Running--
+	switch e.state {
 	case Completed:
-		s.counts.completed.Add(1)
+		s.stats.Completed++
 	case Cancelled:
-		s.counts.cancelled.Add(1)
+		s.stats.Cancelled++
 	default:
-		s.counts.failed.Add(1)
+		s.stats.Failed++
 	}
-	s.counts.retained.Add(1)
-	s.mu.Lock()
-	if _, behind := s.starts[r.id]; behind {
-		delete(s.starts, r.id) // its Running record need never be stored
-	} else {
-		s.buffered.Add(1)
+	s.retire(txn, e)
+}
+
+// handOver records the job's pair, or that it has none, once: only the
+// goroutine playing the job calls it.
+func (e *entry) handOver(p *orchestrator.Pair) {
+	if e.handed {
+		return
 	}
-	s.endOrder = append(s.endOrder, r)
-	store := len(s.endOrder) >= maxEnds || s.finished.len()+len(s.endOrder) > s.cfg.Retain
-	if store {
-		// A read waits for the commit (watch finds the job being
-		// stored), so none sees the end before the retired jobs go.
-		s.storing[r.id] = r
-	} else {
-		s.ends[r.id] = r
-		s.wakeLocked(r.id)
-	}
-	s.mu.Unlock()
-	if store {
-		s.syncEnds() // wakes r's waiters after the commit
-	}
+	e.handed, e.pair = true, p
+	close(e.ready)
 }
 
 // runPair plays the pair to its end. The orchestrator contains the pair's
@@ -305,11 +183,11 @@ func runPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair
 }
 
 // playPair is runPair on the config's Team.
-func playPair(ctx context.Context, t *teams, cfg *orchestrator.Config, pairID string, rn *run) (p *orchestrator.Pair, err error) {
+func playPair(ctx context.Context, t *teams, cfg *orchestrator.Config, pairID string, e *entry) (p *orchestrator.Pair, err error) {
 	defer func() {
 		if recover() != nil {
 			p, err = nil, errPanic
 		}
 	}()
-	return t.play(ctx, cfg, pairID, rn)
+	return t.play(ctx, cfg, pairID, e)
 }

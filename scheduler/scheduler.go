@@ -4,11 +4,11 @@ import (
 	"context"
 	"iter"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
@@ -29,131 +29,76 @@ type Job struct {
 // Scheduler runs jobs (O8). Its methods are safe for concurrent use. New
 // starts its goroutine pool; Close or Shutdown stops it.
 type Scheduler struct {
-	cfg Config
-	// ownIDs: the IDs come from the default source, idPrefix and the
-	// submission number, which never repeat within a scheduler: Submit
-	// need not look them up, and the table finds a job by the number
-	// its ID spells (seqOf).
-	ownIDs   bool
-	idPrefix string
-	db       *memdb.MemDB
-	wmu      sync.Mutex // the table's write lock (txn.go)
-	w        writeLock  // guarded by wmu
-	slots    *slots     // the model-operation limit; nil without one
+	cfg   Config
+	db    *memdb.MemDB
+	slots *slots // the model-operation limit; nil without one
+	teams *teams
 
-	// Submit appends to pending under mu; a later write transaction
-	// stores it (drain): a pool goroutine's once the stored queue is
-	// empty, Submit's own once maxPending are waiting, or one of a call
-	// that needs it stored (flush, sync). So a submission costs no
-	// transaction of its own, and pending jobs share the nodes their
-	// transaction copies. Lock order: the table's write lock, then mu.
 	mu       sync.Mutex
-	seq      uint64    // guarded by mu
-	pending  []*record // guarded by mu; in submission order
-	draining []*record // guarded by mu; the batch a transaction is storing
-	spare    []*record // guarded by mu; a free pending array
-	closed   bool      // guarded by mu
-	// unstoredIDs indexes pending and draining by job ID; a draining
-	// job that starts or is cancelled before its drain lets go of it
-	// leaves at once (dropUnstored).
-	unstoredIDs map[string]*record // guarded by mu
-	// unsynced counts submissions not yet committed to the table; it
-	// drops only after the commit, so zero means every job Submit has
-	// returned is visible to a read transaction.
-	unsynced atomic.Int64
-	// moves counts the batches that left pending or draining; written
-	// under mu.
-	moves atomic.Uint64
-
-	// A job's start is written behind: its Running record waits in
-	// starts until its terminal record replaces it in the table (one
-	// write instead of two) or a read needs it stored (syncStarts). A
-	// stored Queued record numbered at most started is thus running;
-	// watch reads such a job's record from starts.
-	starts map[string]*record // guarded by mu
-	// A job's end is written behind too: its terminal record waits in
-	// ends (and endOrder, in the order the jobs ended) until a batch of
-	// them is stored (syncEnds), and stays in ends until that commit.
-	// waits holds the channels that Wait calls block on for a job's end,
-	// closed when it is written behind or stored.
-	ends     map[string]*record       // guarded by mu
-	endOrder []*record                // guarded by mu
-	waits    map[string]chan struct{} // guarded by mu
-	// storing holds the records a transaction is storing that are in
-	// neither the table nor starts nor ends until its commit.
-	storing map[string]*record // guarded by mu
-	// buffered counts the starts and ends not yet committed; it drops
-	// after the commit.
-	buffered atomic.Int64
-	started  atomic.Uint64 // the last started submission number; written under the write lock
-	// waiters counts Subscribe calls, which may wait on a queued record
-	// for the job's start: while there are any, starts are stored at once.
-	waiters atomic.Int64
-
-	finished finishedQueue // guarded by the table's write lock
-	// writes counts the table writes, lastQueued is the submission
-	// number of the last job stored queued; both guarded by the table's
-	// write lock.
-	writes     uint64
-	lastQueued uint64
-	// skipped is the highest submission number that nextQueued passed
-	// over as cancelled while queued; guarded by the write lock.
-	skipped uint64
-	counts  counters
-
-	wake     chan struct{} // a job was queued
-	quit     chan struct{} // closed by Close or Shutdown
-	quitOnce sync.Once
+	work     sync.Cond         // signalled when a job is queued or the scheduler closes
+	jobs     map[string]*entry // every job kept: queued, running, finished
+	queue    fifo              // queued jobs, and jobs cancelled while queued, oldest first
+	finished fifo              // finished jobs kept, oldest first
+	seq      uint64
+	closed   bool
+	stats    Stats // the gauges and counters; ModelOps fields are read from slots
 
 	base       context.Context // parent of every job's context
 	cancelBase context.CancelFunc
-	live       atomic.Int32  // pool goroutines still running
+	live       int           // pool goroutines still running; guarded by mu
 	poolDone   chan struct{} // closed by the last one
-	teams      *teams        // the Teams jobs play on
 }
 
-type counters struct {
-	queued, running, retained    atomic.Int64
-	submitted, rejected          atomic.Uint64
-	completed, failed, cancelled atomic.Uint64
+// entry is one job. Its mutable fields are guarded by the scheduler's mu;
+// pair is written once, before ready is closed.
+type entry struct {
+	id    string
+	seq   uint64
+	key   string // its read-model key
+	cfg   *orchestrator.Config
+	done  chan struct{} // closed when the job ends
+	ready chan struct{} // closed when its pair is known, or it ended without one
+	pair  *orchestrator.Pair
+	// handed is set once pair is known; only the goroutine playing the
+	// job reads or writes it.
+	handed bool
+
+	state                     State
+	submitted, started, ended time.Time
+	result                    orchestrator.Result
+	err                       error
+	ctx                       context.Context // while running
+	cancel                    context.CancelFunc
+}
+
+func (e *entry) info() Info {
+	return Info{ID: e.id, Seq: e.seq, State: e.state, Submitted: e.submitted,
+		Started: e.started, Ended: e.ended, Result: e.result, Err: e.err}
 }
 
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
 // slots, one goroutine each, which wait for jobs until Close or Shutdown.
 func New(cfg Config) (*Scheduler, error) {
-	ownIDs := cfg.IDs == nil
-	var prefix string
-	if ownIDs {
-		prefix = randomPrefix()
-		cfg.IDs = Sequential(prefix)
-	}
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	db, err := memdb.NewMemDB(newSchema(!ownIDs))
+	db, err := memdb.NewMemDB(newSchema())
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
-		cfg:         cfg,
-		ownIDs:      ownIDs,
-		idPrefix:    prefix,
-		db:          db,
-		starts:      make(map[string]*record, cfg.Pairs),
-		ends:        make(map[string]*record, min(maxEnds, cfg.Retain)+1),
-		waits:       make(map[string]chan struct{}),
-		storing:     make(map[string]*record),
-		unstoredIDs: make(map[string]*record),
-		wake:        make(chan struct{}, cfg.Pairs),
-		quit:        make(chan struct{}),
-		poolDone:    make(chan struct{}),
+		cfg:      cfg,
+		db:       db,
+		jobs:     make(map[string]*entry),
+		live:     cfg.Pairs,
+		poolDone: make(chan struct{}),
 	}
+	s.work.L = &s.mu
 	s.teams = newTeams(s)
 	if cfg.ModelOps > 0 {
 		s.slots = newSlots(cfg.ModelOps, cfg.ModelWait)
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
-	s.live.Store(int32(cfg.Pairs))
 	for range cfg.Pairs {
 		go s.serve()
 	}
@@ -164,72 +109,65 @@ func New(cfg Config) (*Scheduler, error) {
 // queue is a *QueueFullError, a closed scheduler ErrClosed. ctx bounds only
 // the submission; the job lives under the scheduler (Cancel, Shutdown).
 // The job is visible to every other method as soon as Submit returns.
-func (s *Scheduler) Submit(ctx context.Context, job Job) (string, error) {
+func (s *Scheduler) Submit(ctx context.Context, j Job) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	if job.Pair == nil {
+	if j.Pair == nil {
 		return "", bound.Missing("job.pair")
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
 		return "", ErrClosed
 	}
-	if s.counts.queued.Load() >= int64(s.cfg.Queue) {
-		s.mu.Unlock()
-		s.counts.rejected.Add(1)
+	if s.stats.Queued >= s.cfg.Queue {
+		s.stats.Rejected++
 		return "", &QueueFullError{Limit: s.cfg.Queue}
 	}
 	seq := s.seq + 1
 	jobID, err := s.newID(seq)
-	if err == nil && !s.ownIDs && s.inUse(jobID) {
+	if err == nil && s.jobs[jobID] != nil {
 		err = bound.Conflicting("scheduler.ids", "the ID source returned an ID in use")
 	}
 	if err != nil {
-		s.mu.Unlock()
 		return "", err
 	}
 	s.seq = seq
-	s.pending = append(s.pending, &record{id: jobID, seq: seq, state: Queued, submitted: s.now(), cfg: job.Pair})
-	s.unstoredIDs[jobID] = s.pending[len(s.pending)-1]
-	s.unsynced.Add(1)
-	s.counts.queued.Add(1)
-	s.counts.submitted.Add(1)
-	full := len(s.pending) >= maxPending
-	s.mu.Unlock()
-	if full {
-		s.flush() // no pool goroutine is taking them: keep the buffer short
-	}
-	select {
-	case s.wake <- struct{}{}:
-	default: // enough wake-ups are pending already
-	}
+	e := &entry{id: jobID, seq: seq, key: seqKey(seq), cfg: j.Pair, state: Queued,
+		submitted: s.now(), done: make(chan struct{}), ready: make(chan struct{})}
+	s.jobs[jobID] = e
+	s.queue.push(e)
+	s.stats.Queued++
+	s.stats.Submitted++
+	txn := s.db.Txn(true)
+	s.put(txn, e)
+	txn.Commit()
+	s.work.Signal()
 	return jobID, nil
 }
 
 // Get returns a snapshot of the job.
 func (s *Scheduler) Get(jobID string) (Info, error) {
-	_, r := s.watch(jobID)
-	if r == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.jobs[jobID]
+	if e == nil {
 		return Info{}, ErrNotFound
 	}
-	return r.info(), nil
+	return e.info(), nil
 }
 
 // List yields the jobs in state, or every job for state 0, in submission
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
-	s.flush()
-	// One scan in submission order, filtered by state: at most Queue +
-	// Retain records, and no index per state to keep up on every write.
-	it, err := s.db.Txn(false).LowerBound(table, indexID, uint64(0))
+	it, err := s.db.Txn(false).Get(table, bySeq)
 	return func(yield func(Info) bool) {
 		if err != nil {
 			return
 		}
 		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if r := raw.(*record); (state == 0 || r.state == state) && !yield(r.info()) {
+			if r := raw.(*row); (state == 0 || r.State == state) && !yield(r.Info) {
 				return
 			}
 		}
@@ -242,41 +180,24 @@ func (s *Scheduler) List(state State) iter.Seq[Info] {
 // Info.State and Info.Err. A job that has already ended is returned even
 // when ctx is done.
 func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
-	for {
-		ch, r := s.watch(jobID)
-		if r == nil {
-			return Info{}, ErrNotFound
-		}
-		if r.state.Terminal() {
-			return r.info(), nil
-		}
-		// Its end may be written behind after watch read it: look
-		// again under mu, which finish holds to wake waits.
-		s.mu.Lock()
-		if e := s.ends[jobID]; e != nil {
-			s.mu.Unlock()
-			return e.info(), nil
-		}
-		if ch == nil && s.starts[jobID] == nil && s.unstoredIDs[jobID] == nil && s.storing[jobID] == nil {
-			// Read from a buffer it has left since, and no table
-			// channel to wake on: its end may have been woken
-			// already. Look again.
-			s.mu.Unlock()
-			continue
-		}
-		done := s.waits[jobID]
-		if done == nil {
-			done = make(chan struct{})
-			s.waits[jobID] = done
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	e := s.jobs[jobID]
+	s.mu.Unlock()
+	if e == nil {
+		return Info{}, ErrNotFound
+	}
+	select {
+	case <-e.done:
+	default:
 		select {
-		case <-ch:
-		case <-done:
+		case <-e.done:
 		case <-ctx.Done():
 			return Info{}, ctx.Err()
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return e.info(), nil
 }
 
 // Cancel cancels a job. A queued job ends cancelled at once and never
@@ -284,36 +205,16 @@ func (s *Scheduler) Wait(ctx context.Context, jobID string) (Info, error) {
 // (unless its pair ended first); Wait reports the end. Cancelling a job
 // that has ended does nothing.
 func (s *Scheduler) Cancel(jobID string) error {
-	_, r := s.watch(jobID)
-	if r == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.jobs[jobID]
+	switch {
+	case e == nil:
 		return ErrNotFound
-	}
-	switch r.state {
-	case Running:
-		r.run.cancel()
-		return nil
-	case Queued:
-	default:
-		return nil
-	}
-	// End the queued job, unless a pool goroutine started it meanwhile;
-	// contexts are cancelled after the commit, outside the write lock.
-	var started *run
-	s.lock()
-	s.drain() // it may be pending
-	s.syncStarts()
-	s.syncEnds() // an ended job must not be cancelled as queued
-	if _, q := s.first(s.write(), jobID); q != nil {
-		switch q.state {
-		case Queued:
-			s.cancelQueued(q)
-		case Running:
-			started = q.run
-		}
-	}
-	s.unlock()
-	if started != nil {
-		started.cancel()
+	case e.state == Running:
+		e.cancel()
+	case e.state == Queued:
+		s.cancelQueued(e)
 	}
 	return nil
 }
@@ -323,40 +224,21 @@ func (s *Scheduler) Cancel(jobID string) error {
 // queued it waits, under ctx, until the job starts. A job that ended
 // without a pair gives ErrNoTimeline.
 func (s *Scheduler) Subscribe(ctx context.Context, jobID string, afterSeq uint64) (*eventlog.Subscription, error) {
-	// Before the first read: a start the read misses is then stored at
-	// once, and wakes the wait on the queued record.
-	s.waiters.Add(1)
-	defer s.waiters.Add(-1)
-	for {
-		ch, r := s.watch(jobID)
-		if r == nil {
-			return nil, ErrNotFound
-		}
-		if r.state == Queued {
-			if ch == nil { // pending: store it, to watch its record
-				s.sync()
-				continue
-			}
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		if r.run == nil {
-			return nil, ErrNoTimeline
-		}
-		select {
-		case <-r.run.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if r.run.pair == nil {
-			return nil, ErrNoTimeline
-		}
-		return r.run.pair.Subscribe(ctx, afterSeq)
+	s.mu.Lock()
+	e := s.jobs[jobID]
+	s.mu.Unlock()
+	if e == nil {
+		return nil, ErrNotFound
 	}
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e.pair == nil {
+		return nil, ErrNoTimeline
+	}
+	return e.pair.Subscribe(ctx, afterSeq)
 }
 
 // Stats reports the scheduler's gauges and counters.
@@ -373,19 +255,12 @@ type Stats struct {
 	ModelWaits uint64
 }
 
-// Stats returns the current stats. Each field is exact; fields read
-// while jobs move may not add up.
+// Stats returns the current stats: the job counts from one moment, the
+// model-operation figures from just after it.
 func (s *Scheduler) Stats() Stats {
-	st := Stats{
-		Queued:    int(s.counts.queued.Load()),
-		Running:   int(s.counts.running.Load()),
-		Retained:  int(s.counts.retained.Load()),
-		Submitted: s.counts.submitted.Load(),
-		Rejected:  s.counts.rejected.Load(),
-		Completed: s.counts.completed.Load(),
-		Failed:    s.counts.failed.Load(),
-		Cancelled: s.counts.cancelled.Load(),
-	}
+	s.mu.Lock()
+	st := s.stats
+	s.mu.Unlock()
 	if s.slots != nil {
 		st.ModelOps = int(s.slots.inFlight.Load())
 		st.ModelWaits = s.slots.waited.Load()
@@ -411,31 +286,16 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 func (s *Scheduler) stop(cancel bool) {
 	s.mu.Lock()
 	s.closed = true
-	s.mu.Unlock()
-	s.lock()
-	s.drain()
-	s.syncStarts() // a started job must not be cancelled as queued
-	s.syncEnds()
 	if cancel {
-		// Every stored job after the last started is queued or was
-		// cancelled while queued.
-		var queued []*record
-		if it, err := s.write().LowerBound(table, indexID, s.started.Load()+1); err == nil {
-			for raw := it.Next(); raw != nil; raw = it.Next() {
-				if r := raw.(*record); r.state == Queued {
-					queued = append(queued, r)
-				}
+		for e := range s.queue.all() {
+			if e.state == Queued {
+				s.cancelQueued(e)
 			}
 		}
-		for _, r := range queued {
-			s.cancelQueued(r)
-		}
-	}
-	s.unlock()
-	s.quitOnce.Do(func() { close(s.quit) })
-	if cancel {
 		s.cancelBase() // every running job's context
 	}
+	s.work.Broadcast()
+	s.mu.Unlock()
 }
 
 func (s *Scheduler) wait(ctx context.Context) error {
@@ -448,11 +308,51 @@ func (s *Scheduler) wait(ctx context.Context) error {
 	}
 }
 
+// cancelQueued ends a queued job cancelled; it stays in the queue, which
+// passes over it. The caller holds mu.
+func (s *Scheduler) cancelQueued(e *entry) {
+	e.state, e.ended, e.err = Cancelled, s.now(), ErrCancelled
+	s.stats.Queued--
+	s.stats.Cancelled++
+	close(e.ready) // no pair: Subscribe gives ErrNoTimeline
+	txn := s.db.Txn(true)
+	s.retire(txn, e)
+	txn.Commit()
+	close(e.done)
+}
+
+// retire records a job's end: it keeps the job among the finished ones,
+// forgets the oldest an eighth of Config.Retain at a time once more than
+// Retain are kept, and writes both to the read model in txn. The caller
+// holds mu, has set the job's terminal state, and commits txn and then
+// closes the job's done channel before it lets go of mu.
+func (s *Scheduler) retire(txn *memdb.Txn, e *entry) {
+	s.finished.push(e)
+	s.stats.Retained++
+	if s.finished.len() > s.cfg.Retain {
+		n := max(1, s.cfg.Retain/8)
+		for range n {
+			g := s.finished.pop()
+			delete(s.jobs, g.id)
+			if err := txn.Delete(table, &row{Key: g.key}); err != nil {
+				panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
+			}
+		}
+		s.stats.Retained -= n
+	}
+	s.put(txn, e)
+}
+
+// put writes e's snapshot to the read model. The caller holds mu: the
+// read model changes with the jobs map, in the same critical section.
+func (s *Scheduler) put(txn *memdb.Txn, e *entry) {
+	if err := txn.Insert(table, &row{Key: e.key, State: e.state, Info: e.info()}); err != nil {
+		panic("scheduler: read model: " + err.Error()) // a schema error: a bug here
+	}
+}
+
 // now reads the injected clock, containing its panics: a broken clock
-// gives zero times (Info), not a failed job. The engine and the
-// orchestrator each keep their own (unexported, and they give the Unix
-// epoch, the engine also failing the run); one shared copy would need a
-// new exported kernel API (issue 17).
+// gives zero times (Info), not a failed job.
 func (s *Scheduler) now() (t time.Time) {
 	defer func() {
 		if recover() != nil {
@@ -475,4 +375,68 @@ func (s *Scheduler) newID(seq uint64) (jobID string, err error) {
 		return "", err
 	}
 	return jobID, nil
+}
+
+// fifo is a queue of jobs, oldest first.
+type fifo struct {
+	items []*entry
+	head  int
+}
+
+func (q *fifo) len() int { return len(q.items) - q.head }
+
+func (q *fifo) push(e *entry) { q.items = append(q.items, e) }
+
+// pop removes the oldest job; the queue is not empty.
+func (q *fifo) pop() *entry {
+	e := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	switch {
+	case q.head == len(q.items):
+		q.items, q.head = q.items[:0], 0
+	case q.head >= 1024 && q.head*2 >= len(q.items):
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	return e
+}
+
+func (q *fifo) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, e := range q.items[q.head:] {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// Jobs returns the scheduler as a job.Backend, for hosts that treat every
+// backend alike.
+func (s *Scheduler) Jobs() job.Backend { return backend{s} }
+
+type backend struct{ s *Scheduler }
+
+func (b backend) Status(_ context.Context, jobID string) (job.Status, error) {
+	in, err := b.s.Get(jobID)
+	return in.Status(), err
+}
+
+func (b backend) Statuses(_ context.Context, state job.State) iter.Seq[job.Status] {
+	return func(yield func(job.Status) bool) {
+		for in := range b.s.List(state) {
+			if !yield(in.Status()) {
+				return
+			}
+		}
+	}
+}
+
+func (b backend) Cancel(_ context.Context, jobID string) error { return b.s.Cancel(jobID) }
+
+func (b backend) Await(ctx context.Context, jobID string) (job.Status, error) {
+	in, err := b.s.Wait(ctx, jobID)
+	return in.Status(), err
 }

@@ -1,36 +1,25 @@
 package scheduler
 
 import (
-	"strconv"
 	"time"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
-// State is where a job is in its life: Queued, then Running, then exactly
-// one of Completed, Failed or Cancelled. A job cancelled while queued goes
-// straight from Queued to Cancelled.
-type State uint8
+// State is where a job is in its life (package job): Queued, then Running,
+// then exactly one of Completed, Failed or Cancelled. A job cancelled
+// while queued goes straight from Queued to Cancelled.
+type State = job.State
 
+// The states of a job.
 const (
-	Queued State = iota + 1
-	Running
-	Completed
-	Failed
-	Cancelled
+	Queued    = job.Queued
+	Running   = job.Running
+	Completed = job.Completed
+	Failed    = job.Failed
+	Cancelled = job.Cancelled
 )
-
-var stateNames = [...]string{Queued: "queued", Running: "running", Completed: "completed", Failed: "failed", Cancelled: "cancelled"}
-
-func (s State) String() string {
-	if int(s) < len(stateNames) && stateNames[s] != "" {
-		return stateNames[s]
-	}
-	return "state(" + strconv.Itoa(int(s)) + ")"
-}
-
-// Terminal reports whether s is Completed, Failed or Cancelled.
-func (s State) Terminal() bool { return s >= Completed && s <= Cancelled }
 
 // Info is a snapshot of one job.
 type Info struct {
@@ -53,4 +42,23 @@ type Info struct {
 	// its pair succeeded without error: a pair whose terminal could not be
 	// made durable (*orchestrator.DurabilityError) fails its job.
 	Err error
+}
+
+// Status is the snapshot as package job spells it, for a host that
+// treats every backend alike.
+func (in Info) Status() job.Status {
+	st := job.Status{ID: in.ID, Seq: in.Seq, State: in.State,
+		Submitted: in.Submitted, Started: in.Started, Ended: in.Ended}
+	if !in.Started.IsZero() || in.State == Running {
+		st.Attempt = 1 // one process: a job is never delivered twice
+	}
+	if in.Result.Reason != 0 {
+		st.Reason = in.Result.Reason.String()
+	} else if in.State == Cancelled {
+		st.Reason = job.ReasonCancelled
+	}
+	if in.Err != nil {
+		st.Error = in.Err.Error()
+	}
+	return st
 }

@@ -25,7 +25,7 @@ type teams struct {
 	mu     sync.Mutex
 	byCfg  map[*orchestrator.Config]*teamEntry
 	order  []*orchestrator.Config // oldest first
-	starts map[string]*run        // pair ID to the run waiting for its Started
+	starts map[string]*entry      // pair ID to the job waiting for its Started
 }
 
 type teamEntry struct {
@@ -35,26 +35,26 @@ type teamEntry struct {
 
 func newTeams(s *Scheduler) *teams {
 	return &teams{s: s, max: s.cfg.Pairs + 8,
-		byCfg: map[*orchestrator.Config]*teamEntry{}, starts: map[string]*run{}}
+		byCfg: map[*orchestrator.Config]*teamEntry{}, starts: map[string]*entry{}}
 }
 
 // play runs the job's pair on its config's Team and returns it, as
 // orchestrator.Run does.
-func (t *teams) play(ctx context.Context, cfg *orchestrator.Config, pairID string, rn *run) (*orchestrator.Pair, error) {
-	e, err := t.get(cfg)
+func (t *teams) play(ctx context.Context, cfg *orchestrator.Config, pairID string, e *entry) (*orchestrator.Pair, error) {
+	te, err := t.get(cfg)
 	if err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
-	t.starts[pairID] = rn
+	t.starts[pairID] = e
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
 		delete(t.starts, pairID)
-		e.users--
+		te.users--
 		t.mu.Unlock()
 	}()
-	return e.team.Run(ctx, pairID, cfg.Task)
+	return te.team.Run(ctx, pairID, cfg.Task)
 }
 
 // get returns cfg's Team, building it (and closing the oldest unused
@@ -111,11 +111,10 @@ func (t *teams) template(cfg *orchestrator.Config) orchestrator.Config {
 	host := c.Started
 	c.Started = func(p *orchestrator.Pair) {
 		t.mu.Lock()
-		rn := t.starts[p.ID()]
+		e := t.starts[p.ID()]
 		t.mu.Unlock()
-		if rn != nil {
-			rn.pair = p
-			close(rn.ready)
+		if e != nil {
+			e.handOver(p)
 		}
 		if host != nil {
 			host(p)

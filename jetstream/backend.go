@@ -1,0 +1,326 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/id"
+)
+
+// Limits of the streams and buckets, and their defaults.
+const (
+	maxPayload     = 1 << 20 // a job's spec, or a status, at most
+	maxStatus      = 16 << 10
+	DefaultMaxJobs = 100_000
+	DefaultMaxAge  = 7 * 24 * time.Hour
+	DefaultAckWait = 30 * time.Second
+	DefaultDeliver = 5
+	DefaultPending = 256
+)
+
+// Config configures a Backend.
+type Config struct {
+	// Conn is the connection to NATS; the caller owns it. Required.
+	Conn *nats.Conn
+	// Name prefixes the stream, bucket and consumer names; "" means
+	// "spice". Two names on one server are two independent backends.
+	Name string
+	// MaxJobs bounds the jobs kept in the stream and the bucket; 0
+	// means DefaultMaxJobs. MaxAge bounds how long they are kept; 0
+	// means DefaultMaxAge.
+	MaxJobs int64
+	MaxAge  time.Duration
+	// AckWait is how long a worker may go silent before its job is
+	// delivered again; workers send heartbeats at a third of it. 0
+	// means DefaultAckWait. MaxDeliver bounds deliveries; 0 means
+	// DefaultDeliver.
+	AckWait    time.Duration
+	MaxDeliver int
+	// MaxPending bounds the publish acks in flight; 0 means
+	// DefaultPending.
+	MaxPending int
+}
+
+// Backend is the JetStream job backend. It implements job.Backend; its
+// Work method makes the calling process a worker.
+type Backend struct {
+	cfg    Config
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	cons   jetstream.Consumer
+}
+
+var _ job.Backend = (*Backend)(nil)
+
+// Open creates or updates the stream, the bucket and the consumer, and
+// returns the backend.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	if cfg.Conn == nil {
+		return nil, bound.Missing("jetstream.conn")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "spice"
+	}
+	if err := id.Check("jetstream.name", cfg.Name); err != nil {
+		return nil, err
+	}
+	if cfg.MaxJobs == 0 {
+		cfg.MaxJobs = DefaultMaxJobs
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = DefaultDeliver
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultPending
+	}
+	switch {
+	case cfg.MaxJobs < 0, cfg.MaxAge < 0, cfg.AckWait < 0, cfg.MaxDeliver < 0, cfg.MaxPending < 0:
+		return nil, bound.Malformedf("jetstream.config", "limits must not be negative")
+	case cfg.AckWait < 30*time.Millisecond:
+		return nil, bound.Malformedf("jetstream.ack_wait", "must be at least 30ms")
+	}
+	js, err := jetstream.New(cfg.Conn, jetstream.WithPublishAsyncMaxPending(cfg.MaxPending))
+	if err != nil {
+		return nil, err
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       cfg.Name + "_jobs",
+		Subjects:   []string{cfg.Name + ".jobs"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Discard:    jetstream.DiscardNew,
+		MaxMsgs:    cfg.MaxJobs,
+		MaxBytes:   cfg.MaxJobs * 4 << 10,
+		MaxAge:     cfg.MaxAge,
+		MaxMsgSize: maxPayload,
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       cfg.Name + "_state",
+		History:      1,
+		TTL:          cfg.MaxAge,
+		MaxValueSize: maxStatus,
+		MaxBytes:     cfg.MaxJobs * 2 << 10, // a status and a cancel key of about 1 KiB each
+		Storage:      jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       cfg.Name + "_workers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: int(min(cfg.MaxJobs, 1<<16)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons}, nil
+}
+
+func stateKey(jobID string) string  { return "s." + jobID }
+func cancelKey(jobID string) string { return "c." + jobID }
+
+// Submit records the job queued and publishes it to the jobs stream.
+// It returns once the stream has acknowledged the job; a job ID in use is
+// a *bound.Error.
+func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
+	if err := id.Check("job.id", j.ID); err != nil {
+		return job.Status{}, err
+	}
+	if len(j.Spec) > maxPayload-1024 {
+		return job.Status{}, bound.Count("job.spec", len(j.Spec), maxPayload-1024)
+	}
+	st := job.Status{ID: j.ID, State: job.Queued, Submitted: time.Now().UTC()}
+	rev, err := b.kv.Create(ctx, stateKey(j.ID), encode(st))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return job.Status{}, bound.Conflicting("job.id", "a job with this ID exists")
+	}
+	if err != nil {
+		return job.Status{}, err
+	}
+	st.Seq = rev
+	msg := nats.NewMsg(b.cfg.Name + ".jobs")
+	msg.Header.Set(nats.MsgIdHdr, j.ID)
+	msg.Data = j.Spec
+	fut, err := b.js.PublishMsgAsync(msg)
+	if err != nil {
+		return job.Status{}, err
+	}
+	select {
+	case <-fut.Ok():
+		return st, nil
+	case err := <-fut.Err():
+		return job.Status{}, err
+	case <-ctx.Done():
+		return job.Status{}, ctx.Err()
+	}
+}
+
+// Status returns the job's status.
+func (b *Backend) Status(ctx context.Context, jobID string) (job.Status, error) {
+	st, _, err := b.read(ctx, jobID)
+	return st, err
+}
+
+// read returns the job's status and its revision.
+func (b *Backend) read(ctx context.Context, jobID string) (job.Status, uint64, error) {
+	e, err := b.kv.Get(ctx, stateKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return job.Status{}, 0, job.ErrNotFound
+	}
+	if err != nil {
+		return job.Status{}, 0, err
+	}
+	st, err := decode(e.Value())
+	st.Seq = e.Revision()
+	return st, e.Revision(), err
+}
+
+// Statuses yields the jobs in state (every job for 0) in submission
+// order. It reads them one by one after listing the keys.
+func (b *Backend) Statuses(ctx context.Context, state job.State) iter.Seq[job.Status] {
+	return func(yield func(job.Status) bool) {
+		lister, err := b.kv.ListKeysFiltered(ctx, "s.>")
+		if err != nil {
+			return
+		}
+		defer func() { _ = lister.Stop() }()
+		var all []job.Status
+		for k := range lister.Keys() {
+			st, err := b.Status(ctx, k[2:])
+			if err == nil && (state == 0 || st.State == state) {
+				all = append(all, st)
+			}
+		}
+		slices.SortFunc(all, func(a, b job.Status) int { return a.Submitted.Compare(b.Submitted) })
+		for _, st := range all {
+			if !yield(st) {
+				return
+			}
+		}
+	}
+}
+
+// Cancel asks for the job's cancellation: a queued job ends cancelled at
+// once, a running one when its worker sees the request.
+func (b *Backend) Cancel(ctx context.Context, jobID string) error {
+	if _, _, err := b.read(ctx, jobID); err != nil {
+		return err
+	}
+	if _, err := b.kv.Put(ctx, cancelKey(jobID), []byte("1")); err != nil {
+		return err
+	}
+	_, err := b.transition(ctx, jobID, func(st job.Status) (job.Status, bool) {
+		if st.State != job.Queued {
+			return st, false
+		}
+		st.State, st.Reason, st.Error, st.Ended = job.Cancelled, job.ReasonCancelled, "job cancelled before its pair started", time.Now().UTC()
+		return st, true
+	})
+	return err
+}
+
+// Await blocks until the job has ended or ctx is done.
+func (b *Backend) Await(ctx context.Context, jobID string) (job.Status, error) {
+	w, err := b.kv.Watch(ctx, stateKey(jobID))
+	if err != nil {
+		return job.Status{}, err
+	}
+	defer func() { _ = w.Stop() }()
+	seen := false
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return job.Status{}, ctx.Err()
+			}
+			if e == nil { // the initial values are delivered
+				if !seen {
+					return job.Status{}, job.ErrNotFound
+				}
+				continue
+			}
+			seen = true
+			st, err := decode(e.Value())
+			if err != nil {
+				return job.Status{}, err
+			}
+			if st.State.Terminal() {
+				st.Seq = e.Revision()
+				return st, nil
+			}
+		case <-ctx.Done():
+			return job.Status{}, ctx.Err()
+		}
+	}
+}
+
+// transition applies change to the job's status by compare-and-swap,
+// reading it again after a conflict. A terminal status is never changed.
+// It returns the status it wrote, or the one it left as it was.
+func (b *Backend) transition(ctx context.Context, jobID string, change func(job.Status) (job.Status, bool)) (job.Status, error) {
+	for range 16 {
+		st, rev, err := b.read(ctx, jobID)
+		if err != nil {
+			return st, err
+		}
+		if st.State.Terminal() {
+			return st, nil
+		}
+		next, ok := change(st)
+		if !ok {
+			return st, nil
+		}
+		if _, err := b.kv.Update(ctx, stateKey(jobID), encode(next), rev); err == nil {
+			return next, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return st, err
+		}
+	}
+	return job.Status{}, errContended
+}
+
+var errContended = errors.New("jetstream: job status changed too often to update")
+
+func encode(st job.Status) []byte {
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic("jetstream: " + err.Error()) // a Status always marshals
+	}
+	return b
+}
+
+// ErrBadStatus is returned for a status record that is not one.
+var ErrBadStatus = errors.New("jetstream: malformed job status")
+
+func decode(b []byte) (job.Status, error) {
+	var st job.Status
+	if len(b) > maxStatus {
+		return st, ErrBadStatus
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.State == 0 {
+		return job.Status{}, ErrBadStatus
+	}
+	return st, nil
+}

@@ -1,0 +1,334 @@
+package jetstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/job"
+)
+
+func startServer(t *testing.T, dir string) *server.Server {
+	t.Helper()
+	s, err := StartEmbedded(EmbeddedConfig{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+func connect(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// work runs an in-process worker until the test ends.
+func work(t *testing.T, b *Backend, play PlayFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Work(ctx, WorkerConfig{Pairs: 2, Play: play, Drain: time.Second}) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// waitState blocks until the job's status satisfies ok.
+func waitState(t *testing.T, ctx context.Context, b *Backend, jobID string, ok func(job.Status) bool) job.Status {
+	t.Helper()
+	w, err := b.kv.Watch(ctx, stateKey(jobID))
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e == nil {
+			continue
+		}
+		st, err := decode(e.Value())
+		require.NoError(t, err)
+		if ok(st) {
+			return st
+		}
+	}
+	t.Fatalf("job %s: %v", jobID, ctx.Err())
+	return job.Status{}
+}
+
+func running(st job.Status) bool { return st.State == job.Running }
+
+// terminals counts, per job, the terminal statuses ever written, from a
+// watch on the whole bucket that starts before any job.
+type terminals struct {
+	mu    sync.Mutex
+	count map[string]int
+	stop  func()
+	done  chan struct{}
+}
+
+func watchTerminals(t *testing.T, b *Backend) *terminals {
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := b.kv.Watch(ctx, "s.>", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	tm := &terminals{count: map[string]int{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(tm.done)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				if st, err := decode(e.Value()); err == nil && st.State.Terminal() {
+					tm.mu.Lock()
+					tm.count[st.ID]++
+					tm.mu.Unlock()
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-tm.done })
+	return tm
+}
+
+// startWorker re-executes the test binary as a worker process.
+func startWorker(t *testing.T, url, name string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envURL+"="+url, envName+"="+name)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		requireGone(t, cmd.Process.Pid)
+	})
+	return cmd
+}
+
+// requireGone checks that the process has exited and been reaped.
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	err := syscall.Kill(pid, 0)
+	require.ErrorIs(t, err, syscall.ESRCH, "process %d still exists", pid)
+}
+
+func submitN(t *testing.T, ctx context.Context, b *Backend, prefix, spec string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+		_, err := b.Submit(ctx, job.Job{ID: ids[i], Spec: []byte(spec)})
+		require.NoError(t, err)
+	}
+	return ids
+}
+
+// TestD1_ExactlyOneTerminalWhenAWorkerIsKilled: a worker process is
+// SIGKILLed while it plays a job; after AckWait the job is delivered to
+// another worker process, which does not play it again but ends it
+// failed (interrupted). Every job ends, each with exactly one terminal
+// status ever written, and the killed process is gone.
+func TestD1_ExactlyOneTerminalWhenAWorkerIsKilled(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "d1"))
+	require.NoError(t, err)
+	tm := watchTerminals(t, b)
+
+	blocked := submitN(t, ctx, b, "blocked", "block", 1)[0]
+	a := startWorker(t, s.ClientURL(), "d1")
+	first := waitState(t, ctx, b, blocked, running)
+	require.Equal(t, 1, first.Attempt)
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	_ = a.Wait()
+	requireGone(t, a.Process.Pid)
+
+	ids := submitN(t, ctx, b, "ok", "ok", 50)
+	startWorker(t, s.ClientURL(), "d1")
+	startWorker(t, s.ClientURL(), "d1")
+	for _, id := range ids {
+		st, err := b.Await(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, job.Completed, st.State, id)
+	}
+	st, err := b.Await(ctx, blocked)
+	require.NoError(t, err)
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, job.ReasonInterrupted, st.Reason)
+	require.Equal(t, 2, st.Attempt)
+
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	for _, id := range append(ids, blocked) {
+		require.Equal(t, 1, tm.count[id], "terminal statuses of %s", id)
+	}
+}
+
+// TestD1_CancelQueuedAndRunning: a queued job cancelled ends cancelled
+// and is never played; a running one is cancelled through its watched
+// key and ends cancelled; cancelling again changes nothing.
+func TestD1_CancelQueuedAndRunning(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "cancel"))
+	require.NoError(t, err)
+
+	queued := submitN(t, ctx, b, "queued", "ok", 1)[0]
+	require.NoError(t, b.Cancel(ctx, queued))
+	st, err := b.Await(ctx, queued)
+	require.NoError(t, err)
+	require.Equal(t, job.Cancelled, st.State)
+
+	var played sync.Map
+	work(t, b, func(ctx context.Context, j job.Job) job.Report {
+		played.Store(j.ID, true)
+		return scripted(ctx, j)
+	})
+	blocked := submitN(t, ctx, b, "blocked", "block", 1)[0]
+	waitState(t, ctx, b, blocked, running)
+	require.NoError(t, b.Cancel(ctx, blocked))
+	st, err = b.Await(ctx, blocked)
+	require.NoError(t, err)
+	require.Equal(t, job.Cancelled, st.State)
+	require.NoError(t, b.Cancel(ctx, blocked))
+	st, err = b.Status(ctx, blocked)
+	require.NoError(t, err)
+	require.Equal(t, job.Cancelled, st.State)
+
+	// The cancelled queued job was delivered and settled, not played.
+	after := submitN(t, ctx, b, "after", "ok", 1)[0]
+	_, err = b.Await(ctx, after)
+	require.NoError(t, err)
+	_, was := played.Load(queued)
+	require.False(t, was, "a job cancelled while queued was played")
+	require.ErrorIs(t, b.Cancel(ctx, "no-such-job"), job.ErrNotFound)
+}
+
+// TestD1_MaxDeliverFailsTheJobAndRemovesIt: a job fetched and never
+// acknowledged, as often as MaxDeliver allows, ends failed
+// (max_deliveries) and its message leaves the stream.
+func TestD1_MaxDeliverFailsTheJobAndRemovesIt(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	cfg := testConfig(connect(t, s.ClientURL()), "maxdeliver")
+	cfg.MaxDeliver = 1
+	b, err := Open(ctx, cfg)
+	require.NoError(t, err)
+	id := submitN(t, ctx, b, "lost", "ok", 1)[0]
+
+	// A worker that takes the job and dies before claiming it.
+	batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	require.NoError(t, err)
+	var fetched int
+	for range batch.Messages() {
+		fetched++
+	}
+	require.Equal(t, 1, fetched)
+
+	sub, err := b.watchMaxDeliveries()
+	require.NoError(t, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	st, err := b.Await(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, job.ReasonMaxDeliveries, st.Reason)
+	info, err := b.stream.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "the job's message stays in the stream")
+}
+
+// TestD1_ServerRestartLosesNoAcknowledgedJob: jobs the stream
+// acknowledged survive the server's shutdown and restart on the same
+// storage, and all complete afterwards.
+func TestD1_ServerRestartLosesNoAcknowledgedJob(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s1, err := StartEmbedded(EmbeddedConfig{Dir: dir})
+	require.NoError(t, err)
+	nc1, err := nats.Connect(s1.ClientURL())
+	require.NoError(t, err)
+	b1, err := Open(ctx, testConfig(nc1, "restart"))
+	require.NoError(t, err)
+	ids := submitN(t, ctx, b1, "kept", "ok", 30)
+	nc1.Close()
+	s1.Shutdown()
+	s1.WaitForShutdown()
+
+	s2 := startServer(t, dir)
+	b2, err := Open(ctx, testConfig(connect(t, s2.ClientURL()), "restart"))
+	require.NoError(t, err)
+	work(t, b2, scripted)
+	for _, id := range ids {
+		st, err := b2.Await(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, job.Completed, st.State, id)
+	}
+	_, err = b2.Submit(ctx, job.Job{ID: ids[0], Spec: []byte("ok")})
+	var be interface{ Error() string }
+	require.True(t, errors.As(err, &be), "a job ID in use is refused")
+}
+
+// TestD1_SIGTERMDrainsWithinItsBound: a worker process told to stop with
+// SIGTERM stops fetching, hands back the job it could not finish within
+// its drain bound and exits 0; the job, which had started, then ends
+// failed (interrupted) on another worker, with exactly one terminal.
+func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "drain"))
+	require.NoError(t, err)
+	tm := watchTerminals(t, b)
+	blocked := submitN(t, ctx, b, "blocked", "block", 1)[0]
+	a := startWorker(t, s.ClientURL(), "drain")
+	waitState(t, ctx, b, blocked, running)
+
+	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- a.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "the worker exits 0 after draining")
+	case <-ctx.Done():
+		t.Fatal("the worker did not exit within its drain bound")
+	}
+	requireGone(t, a.Process.Pid)
+
+	startWorker(t, s.ClientURL(), "drain")
+	st, err := b.Await(ctx, blocked)
+	require.NoError(t, err)
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, job.ReasonInterrupted, st.Reason)
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	require.Equal(t, 1, tm.count[blocked])
+}

@@ -1,0 +1,68 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/spice-orch/spice-orch/job"
+)
+
+// Environment of a worker process: the test binary re-executed.
+const (
+	envURL  = "SPICE_JS_TEST_WORKER_URL"
+	envName = "SPICE_JS_TEST_WORKER_NAME"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(envURL); url != "" {
+		os.Exit(workerMain(url, os.Getenv(envName)))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// workerMain is a worker process: it plays scripted jobs until SIGTERM.
+// A job whose spec is "block" plays until it is cancelled; any other
+// completes at once.
+func workerMain(url, name string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer nc.Close()
+	b, err := Open(ctx, testConfig(nc, name))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	if err := b.Work(ctx, WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+// testConfig is the backend configuration every test and worker process
+// shares: a short AckWait, so that redelivery is quick.
+func testConfig(nc *nats.Conn, name string) Config {
+	return Config{Conn: nc, Name: name, MaxJobs: 10_000, MaxAge: time.Hour, AckWait: 500 * time.Millisecond, MaxDeliver: 3}
+}
+
+func scripted(ctx context.Context, j job.Job) job.Report {
+	if string(j.Spec) == "block" {
+		<-ctx.Done()
+		return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Cancelled, Reason: "cancelled"}
+	}
+	return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Completed, Reason: "completed"}
+}
