@@ -134,6 +134,13 @@ type ResumeConfig struct {
 	// Accept lists uncertain calls that a person checked and accepts as
 	// failed.
 	Accept []id.Call
+	// RunLogs are the runs' own logs, when the host recorded them (a store
+	// does): a run commits each event to its own log before the timeline
+	// relays it, so the log of the interrupted run may hold the start or
+	// the outcome of a call that the timeline lacks. Resume reads the
+	// interrupted run's log past what the timeline relayed; other logs
+	// are not read.
+	RunLogs map[id.Run][]RecordedEvent
 }
 
 // Resume validates rc, reads the recorded timeline, leases the recorded
@@ -170,6 +177,11 @@ func prepareResume(ctx context.Context, rc ResumeConfig) (*Pair, error) {
 	rec, err := readRecord(rc.Timeline, t.pairID, n)
 	if err != nil {
 		return nil, err
+	}
+	if o := rec.open; o != nil {
+		if err := o.readOwnLog(rc.RunLogs[o.runID], rec); err != nil {
+			return nil, err
+		}
 	}
 	accepted, err := rec.checkUncertain(rc.Accept)
 	if err != nil {
@@ -339,18 +351,20 @@ type record struct {
 
 // recordedRun is one run as the timeline recorded it.
 type recordedRun struct {
-	worker   string
-	runID    id.Run
-	terminal string
-	final    string
-	usage    model.Usage
-	turns    int
-	problem  problem.Problem
-	lastSeq  uint64
-	ops      []id.Operation // model operations in order
-	calls    []id.Call      // tool calls in order
-	byCall   map[id.Call]recordedCall
-	j        map[id.Operation]ModelOutput
+	worker    string
+	runID     id.Run
+	terminal  string
+	final     string
+	usage     model.Usage
+	turns     int
+	problem   problem.Problem
+	lastSeq   uint64
+	tokens    int64          // of its completed model operations
+	toolCalls int64          // tool calls it started
+	ops       []id.Operation // model operations in order
+	calls     []id.Call      // tool calls in order
+	byCall    map[id.Call]recordedCall
+	j         map[id.Operation]ModelOutput
 }
 
 // journal is the recorded model outputs of the run's operations, in
@@ -456,7 +470,11 @@ func readRecord(evs []RecordedEvent, pairID string, n settings) (*record, error)
 			if rec.open != nil {
 				return nil, invalid("a run without a terminal before a later run")
 			}
+			// The restarted run counts its own again: only the runs
+			// walked past count here.
 			rec.runs = append(rec.runs, r)
+			rec.tokens += r.tokens
+			rec.toolCalls += r.toolCalls
 		case rec.open != nil:
 			return nil, invalid("two runs without a terminal")
 		default:
@@ -467,6 +485,30 @@ func readRecord(evs []RecordedEvent, pairID string, n settings) (*record, error)
 	return rec, nil
 }
 
+// readOwnLog adds what the run's own log recorded after the last event
+// the timeline relayed.
+func (r *recordedRun) readOwnLog(evs []RecordedEvent, rec *record) error {
+	if len(evs) > MaxResumeEvents {
+		return invalid("too many events in a run log")
+	}
+	for _, e := range evs {
+		if e.Seq <= r.lastSeq {
+			continue
+		}
+		pl, err := event.DecodePayload(e.Kind, e.Payload)
+		if err != nil {
+			return &ResumeError{Reason: ReasonTimelineInvalid, RunID: r.runID, Err: err}
+		}
+		if e.Kind == event.KindRunCompleted || e.Kind == event.KindRunFailed || e.Kind == event.KindRunCancelled {
+			// The run ended, but the timeline never heard: it is still
+			// restarted, and the calls it recorded are served.
+			continue
+		}
+		r.add(NewRelayed(r.worker, r.runID, e.Seq, pl), rec)
+	}
+	return nil
+}
+
 // add records one relayed event of the run.
 func (r *recordedRun) add(pl Relayed, rec *record) {
 	r.lastSeq = pl.RunSeq()
@@ -474,9 +516,9 @@ func (r *recordedRun) add(pl Relayed, rec *record) {
 	case event.ModelStarted:
 		r.ops = append(r.ops, e.OperationID)
 	case event.ModelCompleted:
-		rec.tokens += e.InputTokens + e.OutputTokens
+		r.tokens += e.InputTokens + e.OutputTokens
 	case event.ToolStarted:
-		rec.toolCalls++
+		r.toolCalls++
 		rec.tools[e.Name] = true
 		r.calls = append(r.calls, e.CallID)
 		r.byCall[e.CallID] = recordedCall{name: e.Name, effect: e.Effect, replay: e.Replay}
