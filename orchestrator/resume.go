@@ -415,16 +415,7 @@ func readRecord(evs []RecordedEvent, pairID string, n settings) (*record, error)
 		if Terminal(e.Kind) {
 			return nil, &ResumeError{Reason: ReasonNotInterrupted}
 		}
-		var pl any
-		var err error
-		switch e.Kind {
-		case KindResumed:
-			pl, err = readResumed(e.Payload)
-		case KindModelOutput:
-			pl, err = readModelOutput(e.Payload)
-		default:
-			pl, err = DecodePayload(e.Kind, e.Payload)
-		}
+		pl, err := DecodePayload(e.Kind, e.Payload)
 		if err != nil {
 			return nil, &ResumeError{Reason: ReasonTimelineInvalid, Err: err}
 		}

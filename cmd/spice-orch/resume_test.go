@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -290,4 +291,45 @@ func TestR3_RunsResumeAfterSIGKILLRepeatsNothingRecorded(t *testing.T) {
 	}
 	t.Logf("%d kills, %d refusals for uncertain calls", kills, refusals)
 	require.Positive(t, refusals, "no kill left an uncertain call: the test proves nothing of R4 (seed %d)", seed)
+}
+
+// A plugin binary that no longer has the digest its pair ran refuses the
+// resume with plugin_digest_changed, and nothing is recorded; re-pinning
+// the spec to the new build is a changed spec, refused as well.
+func TestR3_ResumeWithAChangedPluginDigestFailsClosed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := env(t, "OPENAI_API_KEY=sk-test")
+	plugin, sum := buildPlugin(t, "plugins/fixtures/goplugin")
+	srv := newModelServer(t)
+	spec := resumeSpec(t, dir, srv.srv.URL+"/v1", plugin, sum)
+	db, ws := filepath.Join(dir, "runs.db"), filepath.Join(dir, "ws")
+	printed, killed := killedAfter(t, e, 12, "run", spec, "--json", "--store", db, "--workspace", ws)
+	require.True(t, killed)
+	pairID := field[string](t, timelineHead(t, string(printed)).Payload, "pair_id")
+	before := spiceOrch(t, e, "runs", "replay", pairID, "--json", "--store", db)
+	require.Equal(t, 0, before.code, before.stderr)
+	require.NotContains(t, before.stdout, `"kind":"pair.completed"`)
+
+	// Another build at the same path.
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	out, err := exec.Command(goTool, "build", "-o", plugin, "-ldflags", "-X main.version=9.9.9", "../../plugins/fixtures/goplugin").CombinedOutput()
+	require.NoError(t, err, string(out))
+	r := spiceOrch(t, e, "runs", "resume", pairID, "--store", db)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "resume refused: plugin_digest_changed")
+	after := spiceOrch(t, e, "runs", "replay", pairID, "--json", "--store", db)
+	require.Equal(t, before.stdout, after.stdout, "a refusal records nothing")
+
+	d := spiceOrch(t, e, "plugin", "digest", plugin)
+	require.Equal(t, 0, d.code, d.stderr)
+	b, err := os.ReadFile(spec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(spec, []byte(strings.ReplaceAll(string(b), sum, strings.TrimSpace(d.stdout))), 0o600))
+	r = spiceOrch(t, e, "runs", "resume", pairID, "--store", db)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "resume refused: spec_changed")
+	after = spiceOrch(t, e, "runs", "replay", pairID, "--json", "--store", db)
+	require.Equal(t, before.stdout, after.stdout)
 }
