@@ -165,33 +165,51 @@ func RunResumed(ctx context.Context, rc ResumeConfig) (*Pair, error) {
 	return p, nil
 }
 
-func prepareResume(ctx context.Context, rc ResumeConfig) (*Pair, error) {
+// Check reports whether Resume would refuse rc, and why, without starting
+// anything: a host can ask before it shows the pair as resuming.
+func (rc ResumeConfig) Check(ctx context.Context) error {
 	cfg := rc.Pair
+	_, _, _, err := rc.read(ctx, &cfg)
+	return err
+}
+
+// read validates rc and reads what Resume needs from the record: the
+// record itself, the settings and task, and the recorded plan with its
+// serving dispatcher.
+func (rc ResumeConfig) read(ctx context.Context, cfg *Config) (*record, settings, task, error) {
 	n, t, err := cfg.normalize()
 	if err != nil {
-		return nil, err
+		return nil, n, t, err
 	}
 	if err := bound.Count("resume.accept", len(rc.Accept), MaxAccepted); err != nil {
-		return nil, err
+		return nil, n, t, err
 	}
 	rec, err := readRecord(rc.Timeline, t.pairID, n)
 	if err != nil {
-		return nil, err
+		return nil, n, t, err
 	}
 	if o := rec.open; o != nil {
 		if err := o.readOwnLog(rc.RunLogs[o.runID], rec); err != nil {
-			return nil, err
+			return nil, n, t, err
 		}
 	}
-	accepted, err := rec.checkUncertain(rc.Accept)
+	if rec.accepted, err = rec.checkUncertain(rc.Accept); err != nil {
+		return nil, n, t, err
+	}
+	if rec.disp, rec.plan, err = rec.leasePlan(ctx, cfg.Plans); err != nil {
+		return nil, n, t, err
+	}
+	return rec, n, t, nil
+}
+
+func prepareResume(ctx context.Context, rc ResumeConfig) (*Pair, error) {
+	cfg := rc.Pair
+	rec, n, t, err := rc.read(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	disp, pl, err := rec.leasePlan(ctx, cfg.Plans)
-	if err != nil {
-		return nil, err
-	}
-	disp.accepted = accepted
+	disp, pl := rec.disp, rec.plan
+	disp.accepted = rec.accepted
 	src := &servingSource{inner: cfg.Plans, plan: pl}
 	cfg.Plans, n.Plans = src, src
 	rs := &resumeState{rec: rec, disp: disp, replay: -1}
@@ -347,6 +365,9 @@ type record struct {
 	tools       map[string]bool // tools the recorded runs called
 	tokens      int64
 	toolCalls   int64
+	accepted    map[id.Call]bool
+	disp        *servingDispatcher
+	plan        plan.Plan
 }
 
 // recordedRun is one run as the timeline recorded it.

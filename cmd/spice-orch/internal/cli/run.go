@@ -295,6 +295,16 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		o.observe(&built.Config)
 	}
 
+	var rc orchestrator.ResumeConfig
+	if rj != nil {
+		if err := rj.checkPlugins(built); err != nil {
+			return err
+		}
+		rc = orchestrator.ResumeConfig{Pair: built.Config, Timeline: rj.timeline, Accept: rj.accept, RunLogs: rj.runLogs}
+		if err := rc.Check(ctx); err != nil {
+			return resumeRefused(pairID, err)
+		}
+	}
 	if !f.json {
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
 		pluginHeader(out, built)
@@ -304,11 +314,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	var pair *orchestrator.Pair
 	if rj != nil {
-		if err := rj.checkPlugins(built); err != nil {
-			return err
-		}
-		pair, err = orchestrator.Resume(ctx, orchestrator.ResumeConfig{
-			Pair: built.Config, Timeline: rj.timeline, Accept: rj.accept, RunLogs: rj.runLogs})
+		pair, err = orchestrator.Resume(ctx, rc)
 		if err != nil {
 			return resumeRefused(pairID, err)
 		}
