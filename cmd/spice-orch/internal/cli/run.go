@@ -250,7 +250,9 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 			opts.PluginEvents = plugins.onEvent
 		}
 		if rj == nil {
-			if err := recordRecipe(ctx, o, pairID, args, f.task, dir, temporary); err != nil {
+			// Beside the pair's events, not one of them: straight to
+			// the store.
+			if err := recordRecipe(ctx, st, pairID, args, f.task, dir, temporary); err != nil {
 				return failed(fmt.Errorf("store: %w", err))
 			}
 		}
