@@ -333,3 +333,32 @@ func TestR3_ResumeWithAChangedPluginDigestFailsClosed(t *testing.T) {
 	after = spiceOrch(t, e, "runs", "replay", pairID, "--json", "--store", db)
 	require.Equal(t, before.stdout, after.stdout)
 }
+
+// Of two resumes of one pair at once, one plays it: the other is refused
+// while the first lives, and the pair shows running meanwhile.
+func TestR3_TwoResumesAtOnceOnePlays(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := env(t)
+	db, ws := filepath.Join(dir, "runs.db"), filepath.Join(dir, "ws")
+	printed, killed := killedAfter(t, e, 8, "run", "--json", "--store", db, "--workspace", ws)
+	require.True(t, killed)
+	pairID := field[string](t, timelineHead(t, string(printed)).Payload, "pair_id")
+
+	var second, list result
+	wait := started(t, append(e, "SPICE_ORCH_PAUSE_AFTER=pair.resumed"), func(cmd *exec.Cmd, line string) {
+		if strings.Contains(line, "holding the pair") {
+			second = spiceOrch(t, e, "runs", "resume", pairID, "--store", db)
+			list = spiceOrch(t, e, "runs", "list", "--store", db)
+			require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		}
+	}, "runs", "resume", pairID, "--store", db, "--json")
+	first := wait()
+	require.Equal(t, 1, second.code, second.stderr)
+	require.Regexp(t, `is running: only an interrupted pair resumes|is being played by another process`, second.stderr)
+	require.Contains(t, list.stdout, pairID+"  running")
+	require.Equal(t, 130, first.code, first.stderr)
+	ls := timelineLines(t, first.stdout)
+	require.Equal(t, "pair.resumed", ls[0].Kind)
+	require.Equal(t, "pair.cancelled", ls[len(ls)-1].Kind)
+}

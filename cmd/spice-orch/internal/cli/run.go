@@ -205,6 +205,17 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 			return failed(err)
 		}
 		defer st.Close()
+		if rj != nil {
+			// Of two resumes at once, one plays the pair.
+			switch err := st.ClaimPair(ctx, rj.pairID); {
+			case errors.Is(err, store.ErrClaimed):
+				return failed(fmt.Errorf("%s is being played by another process", render.Field(rj.pairID)))
+			case errors.Is(err, store.ErrEnded):
+				return failed(fmt.Errorf("%s has ended: only an interrupted pair resumes", render.Field(rj.pairID)))
+			case err != nil:
+				return failed(err)
+			}
+		}
 	}
 	var pairID string
 	if rj != nil {
