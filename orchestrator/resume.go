@@ -72,6 +72,11 @@ const (
 	// its recorded digest. Hosts that know plugin generations report it
 	// with this reason; the orchestrator never sees digests.
 	ReasonPluginChanged = "plugin_digest_changed"
+	// ReasonNotJournaled: a model operation of the interrupted run has a
+	// recorded outcome but no recorded output (the pair was played
+	// without TimelineConfig.Journal, or the output was too large to
+	// journal): restarting the run would ask the model again.
+	ReasonNotJournaled = "not_journaled"
 	// ReasonDiverged: while walking the recorded part, the pair did not
 	// do what the record says (a handoff with another digest, a run of
 	// the other worker). The pair ends failed with this as its cause.
@@ -192,6 +197,9 @@ func (rc ResumeConfig) read(ctx context.Context, cfg *Config) (*record, settings
 		if err := o.readOwnLog(rc.RunLogs[o.runID], rec); err != nil {
 			return nil, n, t, err
 		}
+	}
+	if o := rec.open; o != nil && len(o.unjournaled) > 0 {
+		return nil, n, t, &ResumeError{Reason: ReasonNotJournaled, RunID: o.runID}
 	}
 	if rec.accepted, err = rec.checkUncertain(rc.Accept); err != nil {
 		return nil, n, t, err
@@ -383,9 +391,12 @@ type recordedRun struct {
 	tokens    int64          // of its completed model operations
 	toolCalls int64          // tool calls it started
 	ops       []id.Operation // model operations in order
-	calls     []id.Call      // tool calls in order
-	byCall    map[id.Call]recordedCall
-	j         map[id.Operation]ModelOutput
+	// unjournaled are completed model operations without a recorded
+	// output.
+	unjournaled []id.Operation
+	calls       []id.Call // tool calls in order
+	byCall      map[id.Call]recordedCall
+	j           map[id.Operation]ModelOutput
 }
 
 // journal is the recorded model outputs of the run's operations, in
@@ -529,6 +540,9 @@ func (r *recordedRun) add(pl Relayed, rec *record) {
 		r.ops = append(r.ops, e.OperationID)
 	case event.ModelCompleted:
 		r.tokens += e.InputTokens + e.OutputTokens
+		if _, ok := rec.journal[e.OperationID]; !ok {
+			r.unjournaled = append(r.unjournaled, e.OperationID)
+		}
 	case event.ToolStarted:
 		r.toolCalls++
 		rec.tools[e.Name] = true

@@ -439,3 +439,38 @@ func TestR3_ResumeFailsClosedWhenThePlanChanged(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, orchestrator.ReasonNotInterrupted, re.Reason)
 }
+
+// A pair played without the journal cannot restart a run whose model
+// answered: that would ask the model again. It resumes at a boundary.
+func TestR3_WithoutTheJournalOnlyABoundaryResumes(t *testing.T) {
+	d := newDurablePair(t, 1, tool.Idempotent)
+	whole := &cutRecorder{}
+	cfg := d.config(t, whole)
+	cfg.Timeline.Journal = false
+	p, err := orchestrator.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	_, _ = p.Wait(context.Background())
+	evs := whole.events()
+	var midRun, boundary int
+	for i, e := range evs {
+		if e.Kind == "model.completed" && midRun == 0 {
+			midRun = i + 1
+		}
+		if e.Kind == orchestrator.KindHandoff {
+			boundary = i + 1
+		}
+	}
+	resume := func(n int) error {
+		d2 := newDurablePair(t, 1, tool.Idempotent)
+		p, err := orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: d2.config(t, &cutRecorder{}), Timeline: evs[:n]})
+		if err != nil {
+			return err
+		}
+		_, err = p.Wait(context.Background())
+		return err
+	}
+	var re *orchestrator.ResumeError
+	require.ErrorAs(t, resume(midRun), &re)
+	require.Equal(t, orchestrator.ReasonNotJournaled, re.Reason)
+	require.ErrorIs(t, resume(boundary), orchestrator.ErrMaxRounds)
+}

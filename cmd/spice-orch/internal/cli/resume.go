@@ -339,6 +339,9 @@ func resumeRefused(pairID string, err error) error {
 		} else {
 			msg += ": a plugin binary no longer has the digest the pair ran"
 		}
+	case orchestrator.ReasonNotJournaled:
+		msg += ": the model answers of run " + render.Field(string(re.RunID)) +
+			" were not recorded (a pair recorded by an older version), and restarting it would ask the model again"
 	case orchestrator.ReasonToolMissing:
 		msg += ": tool " + render.Field(re.Tool) + " is not in the plan"
 	default:
