@@ -240,6 +240,11 @@ func prepareResume(ctx context.Context, rc ResumeConfig) (*Pair, error) {
 	if err := p.crew.build(&cfg, n); err != nil {
 		return nil, err
 	}
+	if rs.replay >= 0 {
+		// The restarted run's calls keep the idempotency keys of the
+		// interrupted run's: a call run again is the same call.
+		p.crew.runs[rs.replay].as = rec.open.runID
+	}
 	p.tl.after = rec.lastSeq
 	if err := p.open(ctx, &cfg.Timeline); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/engine"
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -105,6 +106,7 @@ func (p *detProvider) Stream(ctx context.Context, req model.Request) (model.Stre
 type effects struct {
 	mu     sync.Mutex
 	writes map[string]int
+	keys   map[string]idempotency.Key // the last key each key was written with
 	dead   bool
 }
 
@@ -121,7 +123,7 @@ func (e *effects) get() map[string]int {
 func writeTool(t testing.TB, e *effects, replay tool.Replay) tool.Tool {
 	def, err := tool.NewDefinition(tool.DefinitionConfig{Name: "write", Effect: tool.Mutating, Replay: replay})
 	require.NoError(t, err)
-	return enginetest.Tool{Def: def, Fn: func(_ context.Context, call tool.Call, _ tool.Reporter) (tool.Result, error) {
+	return enginetest.Tool{Def: def, Fn: func(ctx context.Context, call tool.Call, _ tool.Reporter) (tool.Result, error) {
 		var a struct{ Key string }
 		if err := json.Unmarshal(call.Arguments(), &a); err != nil {
 			return tool.Result{}, err
@@ -132,9 +134,10 @@ func writeTool(t testing.TB, e *effects, replay tool.Replay) tool.Tool {
 			return tool.NewResult(call.ID(), "")
 		}
 		if e.writes == nil {
-			e.writes = map[string]int{}
+			e.writes, e.keys = map[string]int{}, map[string]idempotency.Key{}
 		}
 		e.writes[a.Key]++
+		e.keys[a.Key], _ = idempotency.FromContext(ctx)
 		return tool.NewResult(call.ID(), "wrote "+a.Key)
 	}}
 }
@@ -398,6 +401,12 @@ func TestR4_UncertainMutatingCallIsRefusedUntilAccepted(t *testing.T) {
 	_, err = p.Wait(context.Background())
 	require.ErrorIs(t, err, orchestrator.ErrMaxRounds)
 	require.Equal(t, 1, d4.fx.get()["writer-0-0"])
+	// Run again, it is the same call: its idempotency key is the one the
+	// interrupted run gave it.
+	d4.fx.mu.Lock()
+	key := d4.fx.keys["writer-0-0"]
+	d4.fx.mu.Unlock()
+	require.Equal(t, idempotency.Derive("pair-1", "pair-1/writer/run-1", "c-writer-0-0"), key)
 }
 
 func TestR3_ResumeFailsClosedWhenThePlanChanged(t *testing.T) {
