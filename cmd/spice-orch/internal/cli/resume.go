@@ -45,11 +45,15 @@ type recipe struct {
 	Task       string `json:"task,omitempty"` // --task, if given
 	Workspace  string `json:"workspace"`
 	Temporary  bool   `json:"temporary,omitempty"`
+	Approve    string `json:"approve,omitempty"` // --approve, if given
 }
 
 // recordRecipe records what the pair is built from, before it starts.
-func recordRecipe(ctx context.Context, st eventlog.Observer, pairID string, args []string, task, dir string, temporary bool) error {
-	r := recipe{Task: task, Workspace: dir, Temporary: temporary}
+func recordRecipe(ctx context.Context, st eventlog.Observer, pairID string, args []string, f runFlags, dir string, temporary bool) error {
+	r := recipe{Task: f.task, Workspace: dir, Temporary: temporary}
+	if f.approveSet {
+		r.Approve = f.approve
+	}
 	if len(args) > 0 {
 		abs, err := filepath.Abs(args[0])
 		if err != nil {
@@ -198,7 +202,8 @@ func resumePair(ctx context.Context, env Env, f *runsFlags, pairID string, accep
 	if fi, err := os.Stat(r.Workspace); err != nil || !fi.IsDir() {
 		return failed(fmt.Errorf("resume refused: the workspace %s is gone", render.Field(r.Workspace)))
 	}
-	rf := runFlags{task: r.Task, json: asJSON, workspace: r.Workspace, store: f.store}
+	rf := runFlags{task: r.Task, json: asJSON, workspace: r.Workspace, store: f.store,
+		approve: r.Approve, approveSet: r.Approve != "", approveTimeout: orchestrator.DefaultApprovalTimeout}
 	return playPair(ctx, env, rf, s, args, rj)
 }
 

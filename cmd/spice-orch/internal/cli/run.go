@@ -263,7 +263,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		if rj == nil {
 			// Beside the pair's events, not one of them: straight to
 			// the store.
-			if err := recordRecipe(ctx, st, pairID, args, f.task, dir, temporary); err != nil {
+			if err := recordRecipe(ctx, st, pairID, args, f, dir, temporary); err != nil {
 				return failed(fmt.Errorf("store: %w", err))
 			}
 		}
