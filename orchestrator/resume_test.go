@@ -257,7 +257,7 @@ func crashAndResume(t *testing.T, d *durablePair, cut uint64) played {
 	var accept []id.Call
 	for {
 		rec := &cutRecorder{}
-		p, err := orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{
+		p, err := orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{
 			Pair: d.config(t, rec), Timeline: prefix, Accept: accept})
 		var re *orchestrator.ResumeError
 		if errors.As(err, &re) && re.Reason == orchestrator.ReasonUncertainCall && re.CallID != "" {
@@ -359,7 +359,7 @@ func TestR4_UncertainMutatingCallIsRefusedUntilAccepted(t *testing.T) {
 	require.NotZero(t, cut)
 	prefix := whole.events()[:cut-1]
 	d2 := newDurablePair(t, 1, tool.Unsafe)
-	_, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: d2.config(t, &cutRecorder{}), Timeline: prefix})
+	_, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: d2.config(t, &cutRecorder{}), Timeline: prefix})
 	var re *orchestrator.ResumeError
 	require.ErrorAs(t, err, &re)
 	require.ErrorIs(t, err, orchestrator.ErrResume)
@@ -370,7 +370,7 @@ func TestR4_UncertainMutatingCallIsRefusedUntilAccepted(t *testing.T) {
 
 	// Accepted, the call is answered as failed and never run again.
 	rec := &cutRecorder{}
-	p, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{
+	p, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{
 		Pair: d2.config(t, rec), Timeline: prefix, Accept: []id.Call{"c-writer-0-0"}})
 	require.NoError(t, err)
 	_, err = p.Wait(context.Background())
@@ -395,7 +395,7 @@ func TestR4_UncertainMutatingCallIsRefusedUntilAccepted(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = p.Wait(context.Background())
 	d4 := newDurablePair(t, 1, tool.Idempotent)
-	p, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{
+	p, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{
 		Pair: d4.config(t, &cutRecorder{}), Timeline: whole3.events()[:cut-1]})
 	require.NoError(t, err)
 	_, err = p.Wait(context.Background())
@@ -419,7 +419,7 @@ func TestR3_ResumeFailsClosedWhenThePlanChanged(t *testing.T) {
 
 	// The same plan ID over a tool with another contract.
 	changed := newDurablePair(t, 1, tool.Idempotent)
-	_, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: changed.config(t, &cutRecorder{}), Timeline: prefix})
+	_, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: changed.config(t, &cutRecorder{}), Timeline: prefix})
 	var re *orchestrator.ResumeError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, orchestrator.ReasonPlanChanged, re.Reason)
@@ -429,7 +429,7 @@ func TestR3_ResumeFailsClosedWhenThePlanChanged(t *testing.T) {
 	require.NoError(t, err)
 	gone := newDurablePair(t, 1, tool.Unsafe)
 	gone.src = other
-	_, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: gone.config(t, &cutRecorder{}), Timeline: prefix})
+	_, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: gone.config(t, &cutRecorder{}), Timeline: prefix})
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, orchestrator.ReasonPlanUnavailable, re.Reason)
 
@@ -438,13 +438,13 @@ func TestR3_ResumeFailsClosedWhenThePlanChanged(t *testing.T) {
 	require.NoError(t, err)
 	missing := newDurablePair(t, 1, tool.Unsafe)
 	missing.src = bare
-	_, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: missing.config(t, &cutRecorder{}), Timeline: prefix})
+	_, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: missing.config(t, &cutRecorder{}), Timeline: prefix})
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, orchestrator.ReasonToolMissing, re.Reason)
 	require.Equal(t, "write", re.Tool)
 
 	// A finished pair is not resumed.
-	_, err = orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: d.config(t, &cutRecorder{}), Timeline: whole.events()})
+	_, err = orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: d.config(t, &cutRecorder{}), Timeline: whole.events()})
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, orchestrator.ReasonNotInterrupted, re.Reason)
 }
@@ -471,7 +471,7 @@ func TestR3_WithoutTheJournalOnlyABoundaryResumes(t *testing.T) {
 	}
 	resume := func(n int) error {
 		d2 := newDurablePair(t, 1, tool.Idempotent)
-		p, err := orchestrator.Resume(context.Background(), orchestrator.ResumeConfig{Pair: d2.config(t, &cutRecorder{}), Timeline: evs[:n]})
+		p, err := orchestrator.RunResumed(context.Background(), orchestrator.ResumeConfig{Pair: d2.config(t, &cutRecorder{}), Timeline: evs[:n]})
 		if err != nil {
 			return err
 		}
