@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -65,12 +66,12 @@ func (p Resumed) EncodedLen() int              { return len(appendMarshal(nil, p
 
 // ModelOutput is the payload of pair.model_output.
 type ModelOutput struct {
-	Worker       string          `json:"worker"`
-	OperationID  id.Operation    `json:"operation_id"`
-	Text         string          `json:"text,omitempty"`
-	Calls        []JournaledCall `json:"calls,omitempty"`
-	InputTokens  int64           `json:"input_tokens"`
-	OutputTokens int64           `json:"output_tokens"`
+	Worker       string         `json:"worker"`
+	OperationID  id.Operation   `json:"operation_id"`
+	Text         string         `json:"text,omitempty"`
+	Calls        JournaledCalls `json:"calls,omitempty"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
 }
 
 // JournaledCall is one tool call a model requested, with its arguments
@@ -79,6 +80,40 @@ type JournaledCall struct {
 	ID        id.Call `json:"id"`
 	Name      string  `json:"name"`
 	Arguments string  `json:"arguments"`
+}
+
+// JournaledCalls are a model output's calls in order. They are encoded
+// as an object keyed by position ("0", "1", ...), so that readers that
+// compare payloads field by field (and leave IDs out) reach each call's
+// fields.
+type JournaledCalls []JournaledCall
+
+func (c JournaledCalls) MarshalJSON() ([]byte, error) {
+	m := make(map[string]JournaledCall, len(c))
+	for i, call := range c {
+		m[strconv.Itoa(i)] = call
+	}
+	return json.Marshal(m)
+}
+
+func (c *JournaledCalls) UnmarshalJSON(b []byte) error {
+	var m map[string]JournaledCall
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if len(m) > bound.MaxToolCallsPerOperation {
+		return bound.Count("payload.calls", len(m), bound.MaxToolCallsPerOperation)
+	}
+	out := make(JournaledCalls, len(m))
+	for i := range out {
+		call, ok := m[strconv.Itoa(i)]
+		if !ok {
+			return bound.Malformedf("payload.calls", "keys must be the positions 0..n-1")
+		}
+		out[i] = call
+	}
+	*c = out
+	return nil
 }
 
 func (ModelOutput) Kind() string { return KindModelOutput }

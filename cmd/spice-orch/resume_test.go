@@ -262,13 +262,13 @@ func TestR3_RunsResumeAfterSIGKILLRepeatsNothingRecorded(t *testing.T) {
 			}
 			var mo struct {
 				Text  string `json:"text"`
-				Calls []struct {
+				Calls map[string]struct {
 					ID string `json:"id"`
-				} `json:"calls"`
+				} `json:"calls"` // by position
 			}
 			require.NoError(t, json.Unmarshal(l.Payload, &mo))
 			if len(mo.Calls) > 0 {
-				journaled["call:"+mo.Calls[0].ID] = true
+				journaled["call:"+mo.Calls["0"].ID] = true
 			} else {
 				journaled["text:"+mo.Text] = true
 			}
