@@ -13,6 +13,8 @@ BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineC
 # The baselines each target is a ratio to, and the scaling curves
 # (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
+# Resume from a recorded run boundary, beside the same pair played fresh.
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkResumeFromBoundary|BenchmarkResumeFreshPair
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf
 

@@ -39,12 +39,22 @@ type runTap struct {
 	inner id.Source
 	mu    sync.Mutex
 	run   id.Run
+	// as, when set, names the next run instead of its own ID, once: a
+	// resumed pair's restarted run keeps the keys of the run it replaces
+	// (resume.go).
+	as id.Run
 }
 
 func (t *runTap) New(k id.Kind) string {
 	s := t.inner.New(k)
 	if k == id.KindRun {
-		t.setRun(id.Run(s))
+		t.mu.Lock()
+		r := id.Run(s)
+		if t.as != "" {
+			r, t.as = t.as, ""
+		}
+		t.mu.Unlock()
+		t.setRun(r)
 	}
 	return s
 }

@@ -95,6 +95,10 @@ type TimelineConfig struct {
 	Mailbox int
 	// Delivery is Live (the default) or AfterRun.
 	Delivery Delivery
+	// Journal writes each completed model operation's output into the
+	// timeline (pair.model_output) before its run commits it, so that
+	// Resume can answer it again instead of asking the model twice.
+	Journal bool
 }
 
 // Defaults and limits of Config.
@@ -195,6 +199,7 @@ type settings struct {
 	Budget          Budget // what the pattern may spend: the final answer's reserve kept back
 	Final           finalSettings
 	Delivery        Delivery
+	Journal         bool
 	FinalizeTimeout time.Duration
 	Started         func(*Pair)
 	Approval        ApprovalConfig
@@ -323,7 +328,7 @@ func (c *Config) normalizeShared() (settings, error) {
 	return settings{
 		Plans: c.Plans, Clock: c.Clock, Roles: &[2]string{c.First.Role, c.Second.Role},
 		Pattern: c.Pattern, Policy: c.Policy, MaxRounds: c.MaxRounds,
-		Budget: work, Final: final, Delivery: c.Timeline.Delivery, FinalizeTimeout: c.FinalizeTimeout,
+		Budget: work, Final: final, Delivery: c.Timeline.Delivery, Journal: c.Timeline.Journal, FinalizeTimeout: c.FinalizeTimeout,
 		Started: c.Started, Approval: c.Approval,
 	}, nil
 }

@@ -42,6 +42,10 @@ func DecodePayload(kind string, raw []byte) (eventlog.Payload, error) {
 		p, err = readHandedOff(raw)
 	case kind == KindFinalAnswer:
 		p, err = readFinalAnswer(raw)
+	case kind == KindResumed:
+		p, err = readResumed(raw)
+	case kind == KindModelOutput:
+		p, err = readModelOutput(raw)
 	case Terminal(kind):
 		p, err = readEnded(kind, raw)
 	default:

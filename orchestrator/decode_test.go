@@ -117,6 +117,8 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add("model.delta", []byte(`{"worker":"w","run_id":"r","run_seq":1,"payload":{"text":"hi"}}`))
 	f.Add("pair.final_answer", []byte(`{"worker":"writer","reason":"budget_exhausted","limit":"tokens","tokens":12}`))
 	f.Add("pair.failed", []byte(`{"pair_id":"p-1","reason":"max_rounds","rounds":1,"runs":3,"input_tokens":0,"output_tokens":0,"tool_calls":0,"final_answer":"writer"}`))
+	f.Add("pair.resumed", []byte(`{"pair_id":"p-1","from_seq":9,"resumes":1,"boundary":"replay","worker":"writer","run_id":"r-1","served_model":1,"served_tools":2,"accepted":["c-1"]}`))
+	f.Add("pair.model_output", []byte(`{"worker":"writer","operation_id":"op-1","text":"hi","calls":{"0":{"id":"c-1","name":"write","arguments":"{\"k\":1}"}},"input_tokens":3,"output_tokens":2}`))
 	f.Fuzz(func(t *testing.T, kind string, raw []byte) {
 		p, err := orchestrator.DecodePayload(kind, raw)
 		if err != nil {

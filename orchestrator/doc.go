@@ -71,6 +71,17 @@
 // live in approval*.go; the plan each worker's engine leases keeps the pair
 // plan's ID and definitions, so its identity is unchanged.
 //
+// Resume (resume.go) continues a pair whose process ended mid-pair, from
+// its recorded timeline and the same Config: it leases the exact recorded
+// plan, walks past the completed runs and recorded handoffs, and restarts
+// the interrupted run with its recorded model outputs and tool outcomes
+// served again (resume_replay.go), so nothing with a recorded outcome is
+// done twice; an uncertain mutating call refuses the resume unless it is
+// accepted or its tool is idempotent. TimelineConfig.Journal records the
+// model outputs it serves (pair.model_output); a resumed timeline goes on
+// after pair.resumed. It reads records; where they come from (a store, a
+// job queue) is the host's.
+//
 // Run plays the whole pair on the calling goroutine, each worker run with
 // engine.Engine.Run, so a pair costs no goroutine hand-off; Start plays it on
 // a goroutine of its own. Config.Started hands the pair to other goroutines

@@ -31,6 +31,7 @@ type Pair struct {
 	use  meter         // what the budgets meter
 	fin  finalState    // the final answer at the limit (finalanswer.go)
 	done chan struct{} // closed when the pair has ended
+	rs   *resumeState  // what a resumed pair walks past (resume.go); nil otherwise
 
 	// Owned by the goroutine that plays the pair until done is closed;
 	// read-only after.

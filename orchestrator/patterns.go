@@ -85,6 +85,11 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 	if out, stopped := p.interrupted(); stopped {
 		return finished{}, out, false
 	}
+	if p.rs != nil {
+		if f, out, ok, done := p.replayedStep(w); done {
+			return f, out, ok
+		}
+	}
 	if p.tokensSpent() {
 		p.halt(stopTokens)
 		out, _ := p.interrupted()
@@ -92,6 +97,7 @@ func (p *Pair) step(w int, msg message.Message) (finished, outcome, bool) {
 	}
 	worker := p.crew.workers[w]
 	r, err := worker.Run(p.ctx, engine.Input{Message: msg, Plan: p.plan.ID()})
+	p.afterLiveRun()
 	if err != nil {
 		// No run started: errors before a run's lease leave no trace.
 		if out, stopped := p.interrupted(); stopped {
@@ -132,7 +138,11 @@ func (p *Pair) handoff(from int, f finished, to int) (handoff.Handoff, outcome, 
 		return h, outcome{reason: ReasonHandoffRejected, worker: role, runID: f.RunID, err: err}, false
 	}
 	prov := h.Provenance()
-	if err := p.tl.emit(HandedOff{
+	if out, recorded := p.replayedHandoff(from, f.RunID, prov); recorded {
+		if out.reason != 0 {
+			return h, out, false
+		}
+	} else if err := p.tl.emit(HandedOff{
 		Round: p.prog.rounds, From: prov.From, To: prov.To, FromRunID: prov.RunID, LastSeq: prov.LastSeq,
 		SHA256: prov.SHA256, Bytes: prov.Bytes, AnswerBytes: prov.AnswerBytes, Cut: prov.Cut,
 	}); err != nil {

@@ -25,6 +25,7 @@ type timeline struct {
 	observed  bool // the timeline has observers, which may block
 	mem       relayMemory
 	failure   atomic.Pointer[error] // the first failure to relay a run event
+	after     uint64                // the recorded sequence a resumed timeline continues
 	toolCalls atomic.Int64          // tool.started events relayed
 }
 
@@ -32,6 +33,7 @@ func (t *timeline) open(ctx context.Context, tc *TimelineConfig, pairID string, 
 	lc := tc.logConfig()
 	lc.Capacity = timelineCapacity(cfg.Pattern)
 	lc.Name = pairID // so observers shared by many logs (a store) file it under the pair
+	lc.After = t.after
 	log, err := eventlog.New(lc)
 	if err != nil {
 		return err

@@ -33,6 +33,9 @@ func (c *crew) build(cfg *Config, n settings) error {
 			wc.Engine.IDs = &c.runs[i]
 		}
 		host := wc.Engine.Provider
+		if n.Journal && wc.Engine.Provider != nil {
+			wc.Engine.Provider = &journaled{inner: wc.Engine.Provider, c: c, w: i}
+		}
 		if b := n.Budget; (b.Tokens > 0 || b.ToolCalls > 0) && wc.Engine.Provider != nil {
 			wc.Engine.Provider = &metered{inner: wc.Engine.Provider, c: c}
 		}

@@ -21,7 +21,7 @@ const (
 	KindCancelled = "pair.cancelled"
 )
 
-var kinds = [...]string{KindStarted, KindHandoff, KindFinalAnswer, KindCompleted, KindFailed, KindCancelled}
+var kinds = [...]string{KindStarted, KindHandoff, KindFinalAnswer, KindCompleted, KindFailed, KindCancelled, KindResumed, KindModelOutput}
 
 // Kinds yields the pair event kinds in a fixed order. A timeline also holds
 // every kernel run event kind (event.Kinds), relayed.

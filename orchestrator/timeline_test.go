@@ -129,7 +129,7 @@ func TestO7_PairPayloadsEncodeCanonically(t *testing.T) {
 
 func TestO7_PairKindsAreDefinedOutsideTheKernel(t *testing.T) {
 	pair := slices.Collect(orchestrator.Kinds())
-	require.Equal(t, []string{"pair.started", "pair.handoff", "pair.final_answer", "pair.completed", "pair.failed", "pair.cancelled"}, pair)
+	require.Equal(t, []string{"pair.started", "pair.handoff", "pair.final_answer", "pair.completed", "pair.failed", "pair.cancelled", "pair.resumed", "pair.model_output"}, pair)
 	for k := range event.Kinds() {
 		require.NotContains(t, pair, k)
 		require.False(t, orchestrator.Terminal(k))

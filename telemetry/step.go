@@ -18,6 +18,7 @@ const (
 	stepStart                        // pair.started
 	stepHandoff                      // pair.handoff
 	stepEnd                          // a pair terminal
+	stepNote                         // pair.model_output, pair.resumed: nothing to draw
 )
 
 // step is one timeline event in the form the drawing reads, whether it
@@ -101,6 +102,8 @@ func stepOf(e eventlog.Event, pl eventlog.Payload) (step, bool) {
 		if p.Limit != 0 {
 			st.end.limit = p.Limit.String()
 		}
+	case orchestrator.ModelOutput, orchestrator.Resumed:
+		st.class = stepNote
 	default:
 		return st, false
 	}

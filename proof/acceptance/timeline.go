@@ -136,6 +136,9 @@ func CheckTimeline(b []byte) (Summary, error) {
 			s.Handoffs++
 			continue
 		}
+		if l.Kind == orchestrator.KindModelOutput && i != 0 {
+			continue // the journal of a model operation: no lifecycle of its own
+		}
 		if strings.HasPrefix(l.Kind, "pair.") {
 			if l.Kind != orchestrator.KindStarted || i != 0 {
 				return s, fmt.Errorf("unexpected pair event %s at %d", l.Kind, l.Seq)

@@ -1,5 +1,5 @@
 // Package cli owns the spice-orch command line: the cobra commands (run,
-// validate, runs list|show|replay, version, completion), their flags and
+// validate, runs list|show|replay|resume, version, completion), their flags and
 // help, what they print, and the exit codes:
 //
 //	0    the pair completed (approved, or a relay ran both workers)

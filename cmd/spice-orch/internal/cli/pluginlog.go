@@ -73,9 +73,11 @@ type pluginRecorder struct {
 	log     *eventlog.Log
 }
 
-func newPluginRecorder(pairID string, st eventlog.Observer, now func() time.Time) (*pluginRecorder, error) {
+// after is the last sequence the log already holds: a resumed pair's
+// host continues it.
+func newPluginRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*pluginRecorder, error) {
 	l, err := eventlog.New(eventlog.Config{
-		Name: PluginLogName(pairID), MaxEvents: maxPluginEvents + 1, MaxBytes: 4 << 20,
+		Name: PluginLogName(pairID), MaxEvents: maxPluginEvents + 1, MaxBytes: 4 << 20, After: after,
 		Required: []eventlog.Observer{st},
 	})
 	if err != nil {

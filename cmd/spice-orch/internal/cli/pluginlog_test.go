@@ -40,7 +40,7 @@ func genPlan(id, gen string, pid int) host.GenerationPlan {
 func TestP6_PluginLogRecordsARestartWithBothPlans(t *testing.T) {
 	c := &captured{}
 	clock := time.Date(2026, 12, 1, 21, 22, 15, 0, time.UTC)
-	r, err := newPluginRecorder("pair-x", c, func() time.Time { return clock })
+	r, err := newPluginRecorder("pair-x", c, func() time.Time { return clock }, 0)
 	require.NoError(t, err)
 	plans := map[plan.ID]host.GenerationPlan{"plan-pair-x-1": genPlan("plan-pair-x-1", "wordcount-g1", 11)}
 	lookup := func(id plan.ID) (host.GenerationPlan, bool) { gp, ok := plans[id]; return gp, ok }

@@ -23,6 +23,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/store"
 	"github.com/spice-orch/spice-orch/tools"
 )
@@ -164,6 +165,11 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	return playPair(ctx, env, f, s, args, nil)
+}
+
+// playPair runs the pair of spec s, or resumes the recorded one rj names.
+func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []string, rj *resumeJob) error {
 	appr, err := setUpApproval(env, f, s)
 	if err != nil {
 		return err
@@ -199,9 +205,22 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 			return failed(err)
 		}
 		defer st.Close()
+		if rj != nil {
+			// Of two resumes at once, one plays the pair.
+			switch err := st.ClaimPair(ctx, rj.pairID); {
+			case errors.Is(err, store.ErrClaimed):
+				return failed(fmt.Errorf("%s is being played by another process", render.Field(rj.pairID)))
+			case errors.Is(err, store.ErrEnded):
+				return failed(fmt.Errorf("%s has ended: only an interrupted pair resumes", render.Field(rj.pairID)))
+			case err != nil:
+				return failed(err)
+			}
+		}
 	}
-	pairID, err := compose.NewPairID(time.Now(), nil)
-	if err != nil {
+	var pairID string
+	if rj != nil {
+		pairID = rj.pairID
+	} else if pairID, err = compose.NewPairID(time.Now(), nil); err != nil {
 		return failed(err)
 	}
 	out := env.Stdout
@@ -232,10 +251,21 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		rec = &recording{store: o}
 		opts.Store = rec
 		if len(s.Plugins) > 0 {
-			if plugins, err = newPluginRecorder(pairID, o, time.Now); err != nil {
+			var after uint64
+			if rj != nil {
+				after = rj.pluginSeq
+			}
+			if plugins, err = newPluginRecorder(pairID, o, time.Now, after); err != nil {
 				return failed(err)
 			}
 			opts.PluginEvents = plugins.onEvent
+		}
+		if rj == nil {
+			// Beside the pair's events, not one of them: straight to
+			// the store.
+			if err := recordRecipe(ctx, st, pairID, args, f, dir, temporary); err != nil {
+				return failed(fmt.Errorf("store: %w", err))
+			}
 		}
 	}
 	if kind := env.Getenv(EnvPauseAfter); kind != "" {
@@ -246,6 +276,9 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		opts.Timeline = append(opts.Timeline, p)
 	}
 	built, err := compose.Build(opts)
+	if err != nil && rj != nil && errors.Is(err, host.ErrDigest) {
+		return resumeRefused(pairID, &orchestrator.ResumeError{Reason: orchestrator.ReasonPluginChanged, Err: err})
+	}
 	if err != nil {
 		var ce *compose.ConfigError
 		if errors.As(err, &ce) {
@@ -275,6 +308,16 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 		o.observe(&built.Config)
 	}
 
+	var rc orchestrator.ResumeConfig
+	if rj != nil {
+		if err := rj.checkPlugins(built); err != nil {
+			return err
+		}
+		rc = orchestrator.ResumeConfig{Pair: built.Config, Timeline: rj.timeline, Accept: rj.accept, RunLogs: rj.runLogs}
+		if err := rc.Check(ctx); err != nil {
+			return resumeRefused(pairID, err)
+		}
+	}
 	if !f.json {
 		header(out, s, args, built.Config.Task, dir, temporary, stPath)
 		pluginHeader(out, built)
@@ -282,7 +325,15 @@ func runPair(ctx context.Context, env Env, f runFlags, args []string) error {
 	if appr.start != nil {
 		appr.start(ctx)
 	}
-	pair, err := orchestrator.Start(ctx, built.Config)
+	var pair *orchestrator.Pair
+	if rj != nil {
+		pair, err = orchestrator.Resume(ctx, rc)
+		if err != nil {
+			return resumeRefused(pairID, err)
+		}
+	} else {
+		pair, err = orchestrator.Start(ctx, built.Config)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return &exitError{code: ExitCancelled, err: errors.New("cancelled before the pair started")}

@@ -63,7 +63,7 @@ read-only.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.store, "store", "", "the store to read (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
 	pf.BoolVar(&f.readOnly, "read-only", false, "open the store read-only: mark nothing")
-	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f), newDiffCmd(env, &f))
+	cmd.AddCommand(newListCmd(env, &f), newShowCmd(env, &f), newReplayCmd(env, &f), newDiffCmd(env, &f), newResumeCmd(env, &f))
 	cmd.AddCommand(newExportTraceCmd(env, &f))
 	return cmd
 }

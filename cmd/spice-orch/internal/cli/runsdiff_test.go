@@ -93,13 +93,14 @@ func TestO7_RunsDiffReportsTheDifferingToolResultFirst(t *testing.T) {
 	out, errOut, code := call(t, nil, "runs", "diff", a, b, "--store", db, "--context", "2")
 	require.Equal(t, 1, code, errOut)
 	lines := strings.Split(out, "\n")
-	require.Regexp(t, `^first divergence at event 7 \(A has (\d+) events, B has \d+\)$`, lines[0])
-	require.Regexp(t, `^\s+5\s+model\.completed\s+writer$`, lines[1])
-	require.Regexp(t, `^\s+6\s+tool\.started\s+writer\s+fs\.read$`, lines[2])
-	require.Regexp(t, `^A\s+7\s+tool\.completed\s+writer\s+fs\.read$`, lines[3])
-	require.Regexp(t, `^B\s+7\s+tool\.completed\s+writer\s+fs\.read$`, lines[4])
+	// Event 5 is the journal of the first model operation (pair.model_output).
+	require.Regexp(t, `^first divergence at event 8 \(A has (\d+) events, B has \d+\)$`, lines[0])
+	require.Regexp(t, `^\s+6\s+model\.completed\s+writer$`, lines[1])
+	require.Regexp(t, `^\s+7\s+tool\.started\s+writer\s+fs\.read$`, lines[2])
+	require.Regexp(t, `^A\s+8\s+tool\.completed\s+writer\s+fs\.read$`, lines[3])
+	require.Regexp(t, `^B\s+8\s+tool\.completed\s+writer\s+fs\.read$`, lines[4])
 	require.Equal(t, `      payload.content: A "one", B "two"`, lines[5], "exactly that field")
-	require.Regexp(t, `^A\s+8\s+turn\.completed\s+writer$`, lines[6])
+	require.Regexp(t, `^A\s+9\s+turn\.completed\s+writer$`, lines[6])
 }
 
 func TestO7_RunsDiffBadUsageExitsTwo(t *testing.T) {

@@ -200,8 +200,10 @@ func Build(o Options) (*Pair, error) {
 		ID: o.PairID, Plans: plans, Clock: o.Clock,
 		First: ws[0], Second: ws[1],
 		Pattern: pattern, Task: task, Policy: policy, MaxRounds: l.MaxRounds,
-		Budget:   orchestrator.Budget{Tokens: l.Tokens, ToolCalls: l.ToolCalls, WallTime: l.WallTime},
-		Timeline: orchestrator.TimelineConfig{Required: required},
+		Budget: orchestrator.Budget{Tokens: l.Tokens, ToolCalls: l.ToolCalls, WallTime: l.WallTime},
+		// The journal lets a pair that a killed process left behind
+		// resume without asking a model again (runs resume).
+		Timeline: orchestrator.TimelineConfig{Required: required, Journal: true},
 		Approval: o.Approval,
 	}
 	if l.FinalAnswer {

@@ -101,6 +101,20 @@ func (r *Renderer) Line(line []byte) error {
 			fmt.Fprintf(&r.buf, ", within %d tokens", p.Tokens)
 		}
 		r.buf.WriteByte('\n')
+	case orchestrator.Resumed:
+		r.endText()
+		if r.sum.PairID == "" {
+			r.sum.PairID, r.sum.Started = p.PairID, en.time
+		}
+		from := "after its last completed run"
+		if p.RunID != "" {
+			from = fmt.Sprintf("restarting %s's run %s (%s and %s served from the record)",
+				Field(p.Worker), Field(string(p.RunID)), plural(p.ServedModel, "model answer"), plural(p.ServedTools, "tool outcome"))
+		}
+		fmt.Fprintf(&r.buf, "%s %s after sequence %d: %s\n", r.paint(bold, "pair"), r.paint(cyan, "resumed"), p.FromSeq, from)
+		for _, c := range p.Accepted {
+			fmt.Fprintf(&r.buf, "  call %s accepted as failed: not run again\n", Field(string(c)))
+		}
 	case orchestrator.Ended:
 		r.pairEnded(en, p)
 	case orchestrator.Relayed:

@@ -181,3 +181,24 @@ func TestFormatDuration(t *testing.T) {
 	}
 	require.True(t, strings.HasSuffix(render.FormatDuration(2*time.Hour), "m00s"))
 }
+
+// A resumed pair's output starts at pair.resumed, which says from where;
+// the journal of model outputs renders nothing.
+func TestR3_ResumedPairSaysFromWhere(t *testing.T) {
+	ls := lines(t,
+		orchestrator.Resumed{PairID: "p", FromSeq: 20, Resumes: 1, Boundary: "replay", Worker: "a", RunID: "p/a/run-1",
+			ServedModel: 1, ServedTools: 2, Accepted: []id.Call{"c-1"}},
+		orchestrator.ModelOutput{Worker: "a", OperationID: "op-1", Text: "done"},
+		orchestrator.Ended{PairID: "p", Reason: orchestrator.ReasonCompleted, Runs: 2, Rounds: 1},
+	)
+	var out bytes.Buffer
+	rd := render.New(&out, render.Options{})
+	for _, l := range ls {
+		require.NoError(t, rd.Line(l))
+	}
+	require.Equal(t, `pair resumed after sequence 20: restarting a's run p/a/run-1 (1 model answer and 2 tool outcomes served from the record)
+  call c-1 accepted as failed: not run again
+pair completed: completed
+  1 round, 2 runs, 0 tool calls, 0 in / 0 out tokens, 200ms
+`, out.String())
+}
