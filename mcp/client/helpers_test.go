@@ -16,7 +16,7 @@ import (
 )
 
 // fixtureConfig names the test binary as a pinned stdio server.
-func fixtureConfig(t *testing.T, env ...string) Config {
+func fixtureConfig(t testing.TB, env ...string) Config {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
