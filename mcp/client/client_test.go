@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 func TestM1_PinnedStdioServerServesItsTools(t *testing.T) {
@@ -253,22 +253,38 @@ func TestM5_TooManyToolsRefused(t *testing.T) {
 }
 
 func TestM5_CloseEndsTheWholeTreeEvenAGrandchildInItsOwnSession(t *testing.T) {
+	t.Run("pid namespace when allowed", closeEndsTheTree)
+	t.Run("process group only", func(t *testing.T) {
+		was := proctree.SetNamespaces(false)
+		defer proctree.SetNamespaces(was)
+		closeEndsTheTree(t)
+	})
+}
+
+func closeEndsTheTree(t *testing.T) {
 	s, err := Connect(context.Background(), fixtureConfig(t))
 	require.NoError(t, err)
-	res, err := exec1(t, context.Background(), s, "spawn", map[string]string{})
+	_, err = exec1(t, context.Background(), s, "spawn", map[string]string{})
 	require.NoError(t, err)
-	grandchild, err := strconv.Atoi(res.Content())
-	require.NoError(t, err)
-	leader := s.PID()
-	require.True(t, running(grandchild))
+	// The PID the server names may be one of its own PID namespace: find
+	// the grandchild from here, as the descendant in another session.
+	leader, ok := proctree.Of(s.PID())
+	require.True(t, ok)
+	var escaped []proctree.Proc
+	for _, d := range proctree.Descendants(s.PID()) {
+		if proctree.Session(d) != proctree.Session(leader) {
+			escaped = append(escaped, d)
+		}
+	}
+	require.Len(t, escaped, 1, "the grandchild runs in a session of its own")
 	require.NoError(t, s.Close())
-	require.False(t, running(leader), "the server is gone")
-	require.False(t, running(grandchild), "the grandchild in its own session is gone")
+	require.False(t, proctree.Alive(leader), "the server is gone")
+	require.Empty(t, proctree.Live(escaped), "the grandchild in its own session is gone")
 }
 
 func running(pid int) bool {
-	st, ok := readStat(pid)
-	return ok && !st.zombie
+	_, ok := proctree.Of(pid)
+	return ok
 }
 
 var _ = errors.New

@@ -5,9 +5,10 @@
 // of what is executed, and for an interpreted server also the entry file
 // and the dependency lock file. Connect refuses a relative path and any
 // drift, runs the verified open file (not the path), passes only the
-// arguments and environment the Config names, and puts the server in its
-// own process group. Close ends the whole process tree, a descendant that
-// left the group for its own session included.
+// arguments and environment the Config names, and starts the server as
+// proctree does for plugins: in a new PID namespace when the system
+// allows it, else in its own process group. Close ends the whole process
+// tree, a descendant that left the group for its own session included.
 //
 // A streamable-HTTP server is reached by a loopback or HTTPS URL. Its code
 // cannot be pinned: Server.Pinned reports false, and its tools are

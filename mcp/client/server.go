@@ -9,13 +9,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // From says where a tool's effect and replay safety came from.
@@ -52,6 +53,9 @@ type Server struct {
 	pid     int
 	exited  chan struct{} // closed once the process was reaped; nil for HTTP
 	readers sync.WaitGroup
+
+	treeMu sync.Mutex
+	tree   []proctree.Proc // descendants seen, ended with the server
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -151,7 +155,7 @@ func closeAll(fs ...*os.File) {
 // exactly the configured arguments and environment.
 func (s *Server) start(f *os.File) (sdk.Transport, error) {
 	c := s.cfg
-	if execPath == "" {
+	if execPath == "" || !proctree.Supported {
 		return nil, c.fail(ErrStartup, "stdio servers need Linux")
 	}
 	inR, inW, err := os.Pipe()
@@ -178,9 +182,10 @@ func (s *Server) start(f *os.File) (sdk.Transport, error) {
 		// path. A non-nil empty Env passes nothing of the host's.
 		Path: execPath, Args: args, Env: append([]string{}, c.Env...), Dir: c.Dir,
 		Stdin: inR, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{f},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err := cmd.Start(); err != nil {
+	// In a new PID namespace, or at least a new process group, so that
+	// Close ends the whole tree.
+	if err := proctree.Start(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &ConnectError{Server: c.Name, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
 	}
@@ -380,33 +385,49 @@ func (s *Server) Close() error {
 }
 
 // stop closes the session; a stdio server gets grace to exit after its
-// stdin closed, then its tree is killed.
+// stdin closed, then its group and every descendant seen are killed, and
+// the wait for them to vanish is bounded.
 func (s *Server) stop(grace time.Duration) {
-	var known []proc
-	if s.pid > 0 {
-		// Seen before the leader may exit and orphan them.
-		known = descendants(s.pid)
-	}
+	s.seeTree()
+	done := make(chan struct{})
 	if s.session != nil {
-		done := make(chan struct{})
 		go func() { _ = s.session.Close(); close(done) }()
-		if s.exited != nil {
-			t := time.NewTimer(grace)
-			select {
-			case <-s.exited:
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		if s.pid > 0 {
-			killTree(s.pid, known, killWait)
-		}
-		<-done
-	} else if s.pid > 0 {
-		killTree(s.pid, known, killWait)
+	} else {
+		close(done)
 	}
 	if s.exited != nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-s.exited:
+		case <-t.C:
+		}
+		t.Stop()
+		s.seeTree()
+		proctree.KillGroup(s.pid)
+		s.treeMu.Lock()
+		tree := slices.Clone(s.tree)
+		s.treeMu.Unlock()
+		proctree.Kill(tree)
 		<-s.exited
+		proctree.WaitGone(s.pid, tree, killWait)
 	}
+	<-done
 	s.readers.Wait()
+}
+
+// seeTree records the server's descendants while its process runs, so
+// that one that left the process group (setsid) is still ended after the
+// server exits.
+func (s *Server) seeTree() {
+	if s.pid <= 0 || s.dead() {
+		return
+	}
+	ds := proctree.Descendants(s.pid)
+	s.treeMu.Lock()
+	defer s.treeMu.Unlock()
+	for _, d := range ds {
+		if !slices.Contains(s.tree, d) {
+			s.tree = append(s.tree, d)
+		}
+	}
 }
