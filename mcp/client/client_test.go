@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/proctree"
 )
@@ -288,3 +289,14 @@ func running(pid int) bool {
 }
 
 var _ = errors.New
+
+func TestR5_IdempotencyKeyReachesTheServerInMeta(t *testing.T) {
+	s := connect(t, fixtureConfig(t))
+	k := idempotency.Derive("pair-1", "pair-1/writer/run-1", "call-1")
+	res, err := exec1(t, idempotency.WithKey(context.Background(), k), s, "key", map[string]string{})
+	require.NoError(t, err)
+	require.Equal(t, k.String(), res.Content())
+	res, err = exec1(t, context.Background(), s, "key", map[string]string{})
+	require.NoError(t, err)
+	require.Empty(t, res.Content())
+}

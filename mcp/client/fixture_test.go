@@ -149,6 +149,11 @@ func newFixtureServer(variant string) *sdk.Server {
 			go func() { _ = cmd.Wait() }()
 			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "key", Description: "Names the call's idempotency key.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *sdk.CallToolRequest, _ noIn) (*sdk.CallToolResult, any, error) {
+			k, _ := req.Params.Meta["spice-orch/idempotency-key"].(string)
+			return text(k), nil, nil
+		})
 	// grow adds a tool, which makes the server send list_changed.
 	sdk.AddTool(s, &sdk.Tool{Name: "grow", Description: "Adds the tool extra."},
 		func(_ context.Context, _ *sdk.CallToolRequest, _ noIn) (*sdk.CallToolResult, any, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spice-orch/spice-orch/idempotency"
 	"github.com/spice-orch/spice-orch/kernel/problem"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
@@ -25,6 +26,11 @@ const (
 	CodeResultTooLarge  = "mcp_result_too_large"  // the result exceeds the result bound
 	CodeToolError       = "mcp_tool_error"        // the tool reported isError: a model-visible problem
 )
+
+// MetaIdempotencyKey is the _meta key of a tools/call request that
+// carries the call's idempotency key, when the run has one: the same for
+// every delivery of the call, so a server can refuse to apply it twice.
+const MetaIdempotencyKey = "spice-orch/idempotency-key"
 
 // Tool is one tool of an MCP server: an ordinary kernel tool.Tool whose
 // calls become tools/call requests.
@@ -71,7 +77,11 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, _ tool.Reporter) (to
 	if len(args) == 0 {
 		arguments = map[string]any{}
 	}
-	res, err := s.session.CallTool(cctx, &sdk.CallToolParams{Name: call.Name(), Arguments: arguments})
+	params := &sdk.CallToolParams{Name: call.Name(), Arguments: arguments}
+	if k, ok := idempotency.FromContext(ctx); ok {
+		params.Meta = sdk.Meta{MetaIdempotencyKey: k.String()}
+	}
+	res, err := s.session.CallTool(cctx, params)
 	c := callState{t: t, ctx: ctx, cctx: cctx, call: call}
 	if err != nil {
 		return c.broken(err)
