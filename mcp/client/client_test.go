@@ -300,3 +300,43 @@ func TestR5_IdempotencyKeyReachesTheServerInMeta(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Content())
 }
+
+func TestM2_ListChangedMakesACandidateThatLeavesTheVerifiedToolsAlone(t *testing.T) {
+	s := connect(t, fixtureConfig(t))
+	before := names(s.Tools())
+	_, err := exec1(t, context.Background(), s, "grow", map[string]string{})
+	require.NoError(t, err)
+	<-s.ListChanged()
+	tools, _, err := s.Relist(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, names(tools), "extra", "the candidate has the new tool")
+	require.Equal(t, before, names(s.Tools()), "the verified tools stay")
+}
+
+func TestM2_ListChangedWithAChangedPinnedDescriptionIsRefused(t *testing.T) {
+	probe := connect(t, fixtureConfig(t))
+	var digest string
+	for _, in := range probe.Info() {
+		if in.Name == "echo" {
+			digest = in.Digest
+		}
+	}
+	cfg := fixtureConfig(t)
+	cfg.Tools = map[string]ToolConfig{"echo": {Digest: digest}}
+	s := connect(t, cfg)
+	_, err := exec1(t, context.Background(), s, "rug", map[string]string{})
+	require.NoError(t, err)
+	<-s.ListChanged()
+	_, _, err = s.Relist(context.Background())
+	require.ErrorIs(t, err, ErrDefinitionChanged)
+	// The verified echo still serves under its reviewed definition.
+	require.Equal(t, "Echoes its text.", toolNamed(t, s, "echo").Definition().Description())
+}
+
+func names(ts []tool.Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Definition().Name())
+	}
+	return out
+}

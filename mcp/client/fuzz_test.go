@@ -23,10 +23,11 @@ func FuzzToolList(f *testing.F) {
 			return
 		}
 		s := &Server{cfg: Config{Name: "fuzz", Path: "/x"}}
-		if err := s.build(listed); err != nil {
+		tools, _, err := s.build(listed)
+		if err != nil {
 			return
 		}
-		for i, tl := range s.tools {
+		for i, tl := range tools {
 			if tl.def.IsZero() || tl.def.Name() != listed[i].Name {
 				t.Fatal("accepted an invalid definition")
 			}

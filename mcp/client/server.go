@@ -225,7 +225,29 @@ func (s *Server) init(ctx context.Context, transport sdk.Transport, files []*os.
 	if err != nil {
 		return err
 	}
-	return s.build(listed)
+	s.tools, s.infos, err = s.build(listed)
+	return err
+}
+
+// Relist lists the server's tools again — after a ListChanged signal or to
+// check for drift — and verifies them as Connect did: a definition that
+// differs from its pinned digest is refused with ErrDefinitionChanged.
+// What it returns is a candidate: Tools and Info of the server stay what
+// Connect verified, and runs holding a plan of those keep them.
+func (s *Server) Relist(ctx context.Context) ([]tool.Tool, []Info, error) {
+	listed, err := s.list(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, infos, err := s.build(listed)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]tool.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out, infos, nil
 }
 
 func (s *Server) onListChanged(context.Context, *sdk.ToolListChangedRequest) {
@@ -289,39 +311,41 @@ func DefinitionDigest(t *sdk.Tool) (string, error) {
 
 // build verifies each listed tool against its pin and makes its kernel
 // definition.
-func (s *Server) build(listed []*sdk.Tool) error {
+func (s *Server) build(listed []*sdk.Tool) ([]*Tool, []Info, error) {
 	c := s.cfg
+	var tools []*Tool
+	var infos []Info
 	seen := make(map[string]bool, len(listed))
 	for _, t := range listed {
 		if t == nil || seen[t.Name] {
-			return c.fail(ErrDefinition, "a tool listed twice or empty")
+			return nil, nil, c.fail(ErrDefinition, "a tool listed twice or empty")
 		}
 		seen[t.Name] = true
 		digest, err := DefinitionDigest(t)
 		if err != nil {
-			return &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name, Err: err}
+			return nil, nil, &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name, Err: err}
 		}
 		tc := c.Tools[t.Name]
 		if tc.Digest != "" && tc.Digest != digest {
-			return c.fail(ErrDefinitionChanged, "tool "+t.Name+": the definition's digest is "+digest+", the pin is "+tc.Digest)
+			return nil, nil, c.fail(ErrDefinitionChanged, "tool "+t.Name+": the definition's digest is "+digest+", the pin is "+tc.Digest)
 		}
 		info := Info{Server: c.Name, Name: t.Name, Digest: digest, Pinned: c.stdio(), DigestPinned: tc.Digest != ""}
 		info.Effect, info.Replay, info.From = effectOf(c.stdio(), tc, t.Annotations)
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name + ": schema", Err: err}
+			return nil, nil, &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name + ": schema", Err: err}
 		}
 		def, err := tool.NewDefinition(tool.DefinitionConfig{
 			Name: t.Name, Description: t.Description, Schema: schema,
 			Effect: info.Effect, Replay: info.Replay, Capabilities: tc.Capabilities,
 		})
 		if err != nil {
-			return &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name + ": " + err.Error(), Err: err}
+			return nil, nil, &ConnectError{Server: c.Name, Kind: ErrDefinition, Reason: "tool " + t.Name + ": " + err.Error(), Err: err}
 		}
-		s.infos = append(s.infos, info)
-		s.tools = append(s.tools, &Tool{s: s, def: def, info: info})
+		infos = append(infos, info)
+		tools = append(tools, &Tool{s: s, def: def, info: info})
 	}
-	return nil
+	return tools, infos, nil
 }
 
 // effectOf decides a tool's effect and replay safety: the operator's
