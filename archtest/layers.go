@@ -35,7 +35,7 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "pairdiff", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "mcp", "functool", "idempotency", "pairdiff", "kernel"}},
 		// proof sits above server (DESIGN.md: layer 8): its alternate
 		// client is the real serve SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,
@@ -66,7 +66,14 @@ func Layers() []Unit {
 		// plugins: the runtime tool host, its protocol and the Go plugin SDK
 		// (issue 18). One adapter (not Isolated): host and sdk share the
 		// generated protocol package and the handshake.
-		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "kernel"}},
+		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "kernel"}},
+		// mcp: MCP servers as runtime tools, a client on the official Go
+		// SDK beside the plugin host. Its own adapter: it imports no
+		// plugins package.
+		{Dir: "mcp", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "kernel"}},
+		// proctree: starting a child so that its whole process tree can be
+		// ended, shared by the plugin host and the MCP client.
+		{Dir: "proctree", Level: 2},
 		// functool: typed function tools over the kernel's tool contract,
 		// shared by compiled tools and plugin tools alike.
 		{Dir: "functool", Level: 2, MayImport: []string{"kernel"}},

@@ -186,7 +186,7 @@ workers:
 
 func TestValidateExamples(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"review-pair.yaml", "openai-pair.yaml"} {
+	for _, name := range []string{"review-pair.yaml", "openai-pair.yaml", "mcp-pair.yaml"} {
 		r := spiceOrch(t, env(t), "validate", "../../examples/"+name)
 		require.Equal(t, 0, r.code, r.stderr)
 		require.Contains(t, r.stdout, name+": valid: pattern review")

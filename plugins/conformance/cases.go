@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 	pluginv1 "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
+	"github.com/spice-orch/spice-orch/proctree"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/tool"

@@ -29,6 +29,6 @@
 // the plugin host or an SDK, so a bug shared by the host and a plugin
 // cannot hide here. It shares two mechanisms with the host, the verified
 // private copy of a pin (plugins/internal/pin) and the walk of a process
-// tree (plugins/internal/proctree), so that both launch the same bytes
+// tree (proctree), so that both launch the same bytes
 // and see the same descendants.
 package conformance

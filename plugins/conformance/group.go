@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // groupGone reports an error unless no live process is left in the

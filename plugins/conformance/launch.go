@@ -25,7 +25,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
 	"github.com/spice-orch/spice-orch/plugins/internal/pin"
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // ProcessLauncher is the suite's own minimal launcher, written from

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // script writes an executable shell script and returns a launcher pinned

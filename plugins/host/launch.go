@@ -17,8 +17,8 @@ import (
 
 	"github.com/spice-orch/spice-orch/plugins/handshake"
 	"github.com/spice-orch/spice-orch/plugins/internal/pin"
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 	pb "github.com/spice-orch/spice-orch/plugins/pluginpb/v1"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // afterVerify runs between the digest check and the exec; tests swap the
@@ -155,11 +155,11 @@ func (p *Plugin) start(c pin.Copied) (<-chan lineResult, error) {
 		Path: c.Exe, Args: []string{cfg.Path}, Env: env, Dir: wd,
 		Stdin: inR, Stdout: outW, Stderr: errW,
 	}
-	if !supported {
+	if !proctree.Supported {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrUnsupported}
 	}
-	if err := startTree(cmd); err != nil {
+	if err := proctree.Start(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, &LaunchError{Path: cfg.Path, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
 	}
@@ -350,13 +350,13 @@ func (p *Plugin) stop(grace time.Duration) {
 		t.Stop()
 	}
 	p.seeTree()
-	killGroup(p.pgid)
+	proctree.KillGroup(p.pgid)
 	p.treeMu.Lock()
 	tree := slices.Clone(p.tree)
 	p.treeMu.Unlock()
 	proctree.Kill(tree)
 	<-p.exited
-	waitGone(p.pgid, tree, killWait)
+	proctree.WaitGone(p.pgid, tree, killWait)
 	if p.conn != nil {
 		p.conn.Close()
 	}

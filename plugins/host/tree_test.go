@@ -6,15 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // withoutNamespaces launches without a PID namespace for one test: the
 // fallback of a system that refuses one.
 func withoutNamespaces(t *testing.T) {
-	was := noNamespaces.Load()
-	noNamespaces.Store(true)
-	t.Cleanup(func() { noNamespaces.Store(was) })
+	was := proctree.SetNamespaces(false)
+	t.Cleanup(func() { proctree.SetNamespaces(was) })
 }
 
 // escaped returns the plugin's descendants that left its session.

@@ -120,7 +120,7 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 		return usageErr(fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(env), newValidateCmd(env), newRunsCmd(env), newVersionCmd(env), newServeCmd(env), newWorkerCmd(env))
-	root.AddCommand(newPluginCmd(env))
+	root.AddCommand(newPluginCmd(env), newMCPCmd(env))
 	return root
 }
 

@@ -57,7 +57,7 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 	}
 	walk(root)
-	require.Equal(t, 18, seen, "spice-orch, run, validate, runs, runs list|show|replay|diff|resume|export-trace, version, serve, worker, plugin, plugin digest|describe|pin|conformance")
+	require.Equal(t, 21, seen, "spice-orch, run, validate, runs, runs list|show|replay|diff|resume|export-trace, version, serve, worker, plugin, plugin digest|describe|pin|conformance, mcp, mcp digest|describe")
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		out, errOut, code := call(t, nil, "completion", shell)
 		require.Equal(t, 0, code, errOut)

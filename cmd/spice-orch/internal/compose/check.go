@@ -16,10 +16,10 @@ import (
 // Check reports what Build would refuse in s, or what its tools would
 // refuse later, without building anything: a scripted call of a tool the
 // plan does not have, or with arguments its schema refuses. Each mistake
-// is a *spec.Error at the call's line. A spec with plugins is checked
-// when they are launched, since only their manifests name their tools.
+// is a *spec.Error at the call's line. A spec with plugins or MCP servers
+// is checked when they are started, since only they name their tools.
 func Check(s spec.Spec) error {
-	if len(s.Plugins) > 0 {
+	if len(s.Plugins) > 0 || len(s.MCPServers) > 0 {
 		return nil
 	}
 	defs, err := definitions()

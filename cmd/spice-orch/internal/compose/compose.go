@@ -22,6 +22,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/mcp/client"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/providers/openai"
@@ -89,6 +90,7 @@ type Pair struct {
 
 	closers []func()
 	plugins *host.Source // nil without plugins
+	mcp     []*client.Server
 	// defs are the plan's tool definitions: the compiled tools and, with
 	// plugins, theirs, which a scripted worker's calls are checked against.
 	defs map[string]tool.Definition
@@ -155,15 +157,27 @@ func Build(o Options) (*Pair, error) {
 	var ident plan.Identity
 	var defs map[string]tool.Definition
 	var err error
+	var extra []tool.Tool
+	if len(o.Spec.MCPServers) > 0 {
+		p.mcp, extra, err = connectMCP(context.Background(), o.Workspace, o.Spec.MCPServers)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range p.mcp {
+			p.closers = append(p.closers, func() { _ = s.Close() })
+		}
+	}
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, defs, err = pluginPlan(o.tools(), "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
+		src, ident, defs, err = pluginPlan(o.tools(), "plan-"+o.PairID, o.Spec.Plugins, extra, o.PluginEvents)
 		if err != nil {
+			p.Close()
 			return nil, err
 		}
 		plans, p.plugins = src, src
 		p.closers = append(p.closers, func() { _ = src.Close() })
-	} else if plans, ident, defs, err = buildPlan(o.tools(), "plan-"+o.PairID); err != nil {
+	} else if plans, ident, defs, err = buildPlan(o.tools(), "plan-"+o.PairID, extra); err != nil {
+		p.Close()
 		return nil, err
 	}
 	names := sortedNames(defs)
@@ -213,13 +227,13 @@ func Build(o Options) (*Pair, error) {
 }
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
-// the workspace, behind one dispatcher.
-func buildPlan(tc tools.Config, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
+// the workspace and the MCP servers' tools (extra), behind one dispatcher.
+func buildPlan(tc tools.Config, planID string, extra []tool.Tool) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
 	ts, err := tools.New(tc)
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: append(ts, extra...)})
 	if err != nil {
 		return nil, plan.Identity{}, nil, err
 	}

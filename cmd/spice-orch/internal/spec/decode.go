@@ -25,7 +25,7 @@ import (
 
 // Field names, in the order a spec lists them.
 var (
-	topFields     = []string{"version", "name", "task", "pattern", "workspace", "approve", "workers", "handoff", "limits", "plugins"}
+	topFields     = []string{"version", "name", "task", "pattern", "workspace", "approve", "workers", "handoff", "limits", "plugins", "mcp_servers"}
 	workerFields  = []string{"role", "provider", "model", "system", "max_turns", "script", "openai"}
 	openaiFields  = []string{"base_url", "timeout", "temperature", "max_output_tokens"}
 	handoffFields = []string{"max_bytes", "over_bound", "task_heading", "done_marker", "headings"}
@@ -232,6 +232,11 @@ func (d *decoder) spec(root *yaml.Node) (Spec, error) {
 	}
 	if v, ok := top.values["plugins"]; ok {
 		if s.Plugins, err = d.plugins(v); err != nil {
+			return s, err
+		}
+	}
+	if v, ok := top.values["mcp_servers"]; ok {
+		if s.MCPServers, err = d.mcpServers(v); err != nil {
 			return s, err
 		}
 	}

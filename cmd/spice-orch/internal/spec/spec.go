@@ -92,6 +92,9 @@ type Spec struct {
 	// Plugins are runtime tool plugins whose tools join the pair's plan
 	// beside the compiled tools (plugins.go).
 	Plugins []Plugin
+	// MCPServers are MCP servers whose tools join the pair's plan beside
+	// the compiled tools (mcp.go).
+	MCPServers []MCPServer
 }
 
 // Worker is one worker of the pair.

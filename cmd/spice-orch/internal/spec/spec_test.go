@@ -143,10 +143,10 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 	}
 	cases := map[string]struct{ doc, want string }{
 		"unknown top field": {minimal + "colour: red\n",
-			`s.yaml:8: unknown field "colour" (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins)`},
+			`s.yaml:8: unknown field "colour" (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins, mcp_servers)`},
 		"unknown worker field": {worker0("    temperature: 1\n"),
 			`s.yaml:6: workers[0]: unknown field "temperature" (known: role, provider, model, system, max_turns, script, openai)`},
-		"a value in a key is not echoed": {minimal + "sk-abc.def/ghi: 1\n", `s.yaml:8: unknown field (not a field name) (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins)`},
+		"a value in a key is not echoed": {minimal + "sk-abc.def/ghi: 1\n", `s.yaml:8: unknown field (not a field name) (known: version, name, task, pattern, workspace, approve, workers, handoff, limits, plugins, mcp_servers)`},
 		"wrong type":                     {worker0("    max_turns: many\n"), "s.yaml:6: workers[0].max_turns: want an integer, got a string"},
 		"turns too low":                  {worker0("    max_turns: 0\n"), "s.yaml:6: workers[0].max_turns: must be between 1 and 64"},
 		"turns too high":                 {worker0("    max_turns: 65\n"), "s.yaml:6: workers[0].max_turns: must be between 1 and 64"},

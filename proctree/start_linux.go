@@ -1,6 +1,6 @@
 //go:build linux
 
-package host
+package proctree
 
 import (
 	"errors"
@@ -9,24 +9,27 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/spice-orch/spice-orch/plugins/internal/proctree"
 )
 
-// supported: Linux has what a launch needs.
-const supported = true
+// Supported: Linux has what Start and the tree's end need.
+const Supported = true
 
 // noNamespaces is set once the system refused a new PID namespace; later
-// launches then go without one. Tests set it to exercise the fallback.
+// starts then go without one.
 var noNamespaces atomic.Bool
 
-// startTree starts cmd as the first process of a new PID namespace when
-// the system allows it (with a user namespace mapping the host's own IDs
-// when the host is not root), else in a new process group only. It
-// retries a few times while the executable is busy: a file written just
-// before can still be open for writing in a process another goroutine
-// forked and has not exec'd yet (golang/go#22315).
-func startTree(cmd *exec.Cmd) error {
+// SetNamespaces turns PID namespaces on or off for later starts and
+// returns the previous setting; tests use it to exercise the fallback.
+func SetNamespaces(on bool) (was bool) { return !noNamespaces.Swap(!on) }
+
+// Start starts cmd as the first process of a new PID namespace when the
+// system allows it (with a user namespace mapping the caller's own IDs
+// when it is not root), else in a new process group only; either way the
+// process's PID is its group's ID. It retries a few times while the
+// executable is busy: a file written just before can still be open for
+// writing in a process another goroutine forked and has not exec'd yet
+// (golang/go#22315).
+func Start(cmd *exec.Cmd) error {
 	wait := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ns := !noNamespaces.Load()
@@ -47,7 +50,7 @@ func startTree(cmd *exec.Cmd) error {
 		}
 		// A Cmd cannot be started twice: make a fresh one like it.
 		*cmd = exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
-			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles}
 	}
 }
 
@@ -74,28 +77,29 @@ func isNamespaceRefusal(err error) bool {
 	return false
 }
 
-func killGroup(pgid int) {
+// KillGroup sends SIGKILL to the process group pgid.
+func KillGroup(pgid int) {
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 }
 
-// waitGone waits, bounded, until no process of the group and none of
+// WaitGone waits, bounded, until no process of the group and none of
 // tree is left. A killed process vanishes asynchronously, and no event
 // announces the end of a process that is not our child, so this polls.
-func waitGone(pgid int, tree []proctree.Proc, max time.Duration) {
+func WaitGone(pgid int, tree []Proc, max time.Duration) {
 	if pgid <= 0 {
 		return
 	}
 	deadline := time.Now().Add(max)
 	for d := 100 * time.Microsecond; time.Now().Before(deadline); d = min(2*d, 20*time.Millisecond) {
 		err := syscall.Kill(-pgid, 0)
-		live := proctree.Live(tree)
+		live := Live(tree)
 		if err == syscall.ESRCH && len(live) == 0 {
 			return
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		proctree.Kill(live)
+		Kill(live)
 		t := time.NewTimer(d)
 		<-t.C
 	}
