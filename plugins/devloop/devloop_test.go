@@ -208,4 +208,3 @@ func version(t *testing.T, l *plan.Lease) string {
 	require.NoError(t, jsonUnmarshal(res.Content(), &got))
 	return got.Version
 }
-

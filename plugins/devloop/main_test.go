@@ -85,7 +85,7 @@ const brokenLine = 12
 // Modes of pluginSource at brokenLine.
 const (
 	valid  = ""
-	broken = "var _ = undefinedThing"                            // does not build
+	broken = "var _ = undefinedThing"                              // does not build
 	stdout = "func init() { os.Stdout.WriteString(\"hello\\n\") }" // builds, fails verification
 )
 
