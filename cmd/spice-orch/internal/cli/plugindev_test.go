@@ -112,5 +112,3 @@ func TestL3_PluginDevPlaysEachActivationAndNamesTheMistakesLine(t *testing.T) {
 	require.NoError(t, os.Rename(tmp, filepath.Join(dir, "main.go")))
 	out.await(t, "wordcount-c2 failed (build); wordcount-g1 stays active\nmain.go:"+strconv.Itoa(line)+": undefined: strings.Feilds\n")
 }
-
-
