@@ -171,8 +171,9 @@ func parseDiagnostics(out string) []Diagnostic {
 		}
 		d := Diagnostic{Message: strings.TrimSpace(line)}
 		if m := location.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[2])
-			d = Diagnostic{File: strings.TrimPrefix(m[1], "./"), Line: n, Message: m[3]}
+			if n, err := strconv.Atoi(m[2]); err == nil && n > 0 {
+				d = Diagnostic{File: strings.TrimPrefix(m[1], "./"), Line: n, Message: m[3]}
+			}
 		}
 		if len(d.Message) > maxDiagnosticBytes {
 			d.Message = d.Message[:maxDiagnosticBytes] + "…"
