@@ -57,7 +57,7 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 	}
 	walk(root)
-	require.Equal(t, 21, seen, "spice-orch, run, validate, runs, runs list|show|replay|diff|resume|export-trace, version, serve, worker, plugin, plugin digest|describe|pin|conformance, mcp, mcp digest|describe")
+	require.Equal(t, 22, seen, "spice-orch, run, validate, runs, runs list|show|replay|diff|resume|export-trace, version, serve, worker, plugin, plugin digest|describe|pin|conformance|dev, mcp, mcp digest|describe")
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		out, errOut, code := call(t, nil, "completion", shell)
 		require.Equal(t, 0, code, errOut)
@@ -89,6 +89,9 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"runs", "list", "--status", "weird"},
 		{"runs", "list", "--limit", "many"},
 		{"version", "extra"},
+		{"plugin", "dev"},
+		{"plugin", "dev", "--debounce", "-1s", "x"},
+		{"plugin", "dev", "--run", "no-such-spec.yaml", "x"},
 	} {
 		_, errOut, code := call(t, nil, args...)
 		require.Equal(t, ExitUsage, code, args)

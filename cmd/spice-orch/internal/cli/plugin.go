@@ -23,9 +23,10 @@ pinned SHA-256; its tools join the pair's plan beside the compiled tools.`,
 		Example: `  spice-orch plugin digest /opt/plugins/wordcount
   spice-orch plugin describe --sha256 HEX /opt/plugins/wordcount
   spice-orch plugin pin pair.yaml 0 /opt/plugins/wordcount-1.1
-  spice-orch plugin conformance --sha256 HEX /opt/plugins/fixture`,
+  spice-orch plugin conformance --sha256 HEX /opt/plugins/fixture
+  spice-orch plugin dev ./plugins/examples/wordcount`,
 	}
-	cmd.AddCommand(newPluginDigestCmd(env), newPluginDescribeCmd(env), newPluginPinCmd(env), newPluginConformanceCmd(env))
+	cmd.AddCommand(newPluginDigestCmd(env), newPluginDescribeCmd(env), newPluginPinCmd(env), newPluginConformanceCmd(env), newPluginDevCmd(env))
 	return cmd
 }
 
