@@ -1,5 +1,5 @@
-// Package acceptance owns the boundary proof of RFC 0001 ("Acceptance
-// evidence"): one suite, TestBoundaryProof, in which a single pair — a
+// Package acceptance owns the boundary proof, the evidence that the kernel
+// boundary holds (docs/architecture.md): one suite, TestBoundaryProof, in which a single pair — a
 // writer and a reviewer in a review loop, built from the public packages
 // (workers, orchestrator, tools, plugins/host, store, providers/openai,
 // server) with plain constructors — exercises the six parts the kernel

@@ -15,7 +15,7 @@ import (
 	"github.com/spice-orch/spice-orch/store"
 )
 
-// The parts of RFC 0001's acceptance evidence, and the proof's own checks,
+// The parts of the boundary proof's acceptance evidence, and its own checks,
 // as the ledger and every failure name them.
 const (
 	PartProvider   = "real provider"
