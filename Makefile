@@ -116,7 +116,7 @@ plugins-python-gen-check: plugins-venv-dev
 plugins-proto-go:
 	cd plugins && $(BUF) generate
 
-## proof: the boundary proof of RFC 0001 under -race: TestBoundaryProof
+## proof: the boundary proof (docs/architecture.md) under -race: TestBoundaryProof
 ## writes proof/LEDGER.md from what it measured, then every test of proof/
 ## (the suite again, now comparing the ledger it wrote, and the kits) runs.
 ## make test runs the same suite and fails when the committed ledger is

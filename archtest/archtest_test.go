@@ -13,8 +13,8 @@ import (
 
 const modulePath = "github.com/spice-orch/spice-orch"
 
-// TestModule holds this module to DESIGN.md: the kernel is pure and
-// imports point down the layer table. Each failure line names the file,
+// TestModule holds this module to its layer table (Layers, shown in
+// docs/architecture.md): the kernel is pure and imports point down. Each failure line names the file,
 // the line and the rule.
 func TestModule(t *testing.T) {
 	root, err := filepath.Abs("..")

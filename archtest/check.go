@@ -185,7 +185,7 @@ func (c *checker) checkPackage(p *listedPackage) error {
 		c.report(Violation{
 			Rule: RuleLayerUnknown, File: rel, Subject: rel,
 			Message: fmt.Sprintf("package %s is in a folder that is not in the layer table; "+
-				"a new folder enters the table (DESIGN.md and archtest.Layers) before it gets code", p.ImportPath),
+				"a new folder enters the table (archtest.Layers and docs/architecture.md) before it gets code", p.ImportPath),
 		})
 		return nil
 	}

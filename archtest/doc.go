@@ -1,5 +1,5 @@
-// Package archtest enforces the layer table of DESIGN.md and the purity of
-// the kernel. Its tests run the checker against this module, so `make test`
+// Package archtest enforces the layer table (Layers, shown and explained in
+// docs/architecture.md) and the purity of the kernel. Its tests run the checker against this module, so `make test`
 // fails when a change breaks the architecture, with a message that names the
 // file, the line and the rule.
 //

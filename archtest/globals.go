@@ -8,7 +8,7 @@ import (
 )
 
 // checkGlobals applies rule kernel-globals to the non-test files of one
-// kernel package: DESIGN.md gives the kernel no global state, so a
+// kernel package: two engines in one process must share nothing, so a
 // package-level variable may only hold a value fixed at initialisation (an
 // error, a problem, a lookup table). It reports a package-level variable
 // whose type or initial value names package sync or sync/atomic (a lock, a

@@ -83,18 +83,12 @@ func TestImportDecisions(t *testing.T) {
 	}
 }
 
-func TestLayerTableMatchesDesign(t *testing.T) {
-	// DESIGN.md's table as (folder, layer); a change to either side must be
-	// made on both.
-	want := map[string]int{
-		"cmd/spice-orch": 9, "proof": 8, "server": 7, "scheduler": 6, "jetstream": 6, "telemetry": 6, "orchestrator": 5, "job": 5,
-		"workers": 4, "handoff": 4, "providers": 3, "tools": 3, "store": 3, "plugins": 3, "mcp": 3,
-		"functool": 2, "proctree": 2, "idempotency": 2, "pairdiff": 2, "kernel": 1, "archtest": 0,
-		"internal": 9, // scaling benchmarks and their plot: measurement only
-	}
-	got := make(map[string]int)
+// TestLayerTableImportsPointDown holds every row of Layers to the rule the
+// table exists for: a unit may import only units of a lower layer. The
+// levels themselves are held to docs/architecture.md by
+// TestArchitectureDocMatchesTheLayerTable.
+func TestLayerTableImportsPointDown(t *testing.T) {
 	for _, u := range Layers() {
-		got[u.Dir] = u.Level
 		for _, d := range u.MayImport {
 			var below bool
 			for _, v := range Layers() {
@@ -103,5 +97,4 @@ func TestLayerTableMatchesDesign(t *testing.T) {
 			require.True(t, below, "%s may import %s, which is not below it", u.Dir, d)
 		}
 	}
-	require.Equal(t, want, got)
 }

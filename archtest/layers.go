@@ -2,14 +2,14 @@ package archtest
 
 import "github.com/spice-orch/spice-orch/proof/boundary"
 
-// Unit is one row of the layer table in DESIGN.md: a folder of the module
-// and what the packages in it may import.
+// Unit is one row of the layer table: a folder of the module and what the
+// packages in it may import.
 type Unit struct {
 	// Dir is the folder, slash-separated and relative to the module root.
 	// A package belongs to the unit with the longest Dir that contains it.
 	Dir string
-	// Level is the layer number of DESIGN.md. Test files may import any unit
-	// of a lower level. Zero means outside the table (archtest).
+	// Level is the layer number. Test files may import any unit of a lower
+	// level. Zero means outside the table (archtest).
 	Level int
 	// MayImport names the other units (by Dir) that non-test files may
 	// import. A unit may always import its own packages, unless Isolated.
@@ -27,8 +27,10 @@ type Unit struct {
 	Unconstrained bool
 }
 
-// Layers returns the layer table of DESIGN.md. Imports point down only;
-// "everything below" is spelled out so the table reads as data.
+// Layers returns the layer table, the source of the one in
+// docs/architecture.md (TestArchitectureDocMatchesTheLayerTable holds
+// that page to it). Imports point down only; "everything below" is spelled
+// out so the table reads as data.
 func Layers() []Unit {
 	return []Unit{
 		// Benchmarks of how costs scale (their test files), and the
@@ -36,8 +38,8 @@ func Layers() []Unit {
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
 			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "mcp", "functool", "idempotency", "pairdiff", "kernel"}},
-		// proof sits above server (DESIGN.md: layer 8): its alternate
-		// client is the real serve SSE API.
+		// proof sits above server: its alternate client is the real serve
+		// SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,
 			MayImport: []string{"server", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "functool", "idempotency", "kernel"}},
 		// The HTTP API, SSE streams and embedded web UI over a job backend.
@@ -63,8 +65,8 @@ func Layers() []Unit {
 		{Dir: "providers", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
 		{Dir: "tools", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"functool", "idempotency", "kernel"}},
 		{Dir: "store", Level: 3, ThirdParty: true, Isolated: true, MayImport: []string{"kernel"}},
-		// plugins: the runtime tool host, its protocol and the Go plugin SDK
-		// (issue 18). One adapter (not Isolated): host and sdk share the
+		// plugins: the runtime tool host, its protocol and the Go plugin
+		// SDK. One adapter (not Isolated): host and sdk share the
 		// generated protocol package and the handshake.
 		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "kernel"}},
 		// mcp: MCP servers as runtime tools, a client on the official Go
@@ -144,8 +146,8 @@ func TestLibraries() []string {
 	}
 }
 
-// ForbiddenWords returns the words the kernel must not use (DESIGN.md, "The
-// kernel must never contain"). Plurals and derived forms are matched too;
+// ForbiddenWords returns the words the kernel must not use: the
+// multi-agent concepts it must never learn. Plurals and derived forms are matched too;
 // see wordForms.
 func ForbiddenWords() []string { return boundary.ForbiddenWords() }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // At the bound exactly, a handoff is taken whole; one byte over, it is
-// rejected (Reject) or cut with the marker (Cut) (issue 16, item 6).
+// rejected (Reject) or cut with the marker (Cut).
 func TestO3_HandoffAtTheBoundAndOneByteOver(t *testing.T) {
 	const max = 200
 	// The frame is what the policy puts around an answer: the task and

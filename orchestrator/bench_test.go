@@ -12,7 +12,7 @@ import (
 )
 
 // benchConfig is two text workers with cycling scripted providers, no
-// observers and no budgets, as DESIGN.md's performance table specifies.
+// observers and no budgets, so that it measures the pair's own cost.
 func benchConfig(b *testing.B, d orchestrator.Delivery) orchestrator.Config {
 	b.Helper()
 	plans, err := enginetest.Plan("plan-bench")

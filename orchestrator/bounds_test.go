@@ -10,8 +10,8 @@ import (
 )
 
 // A model operation that spends exactly the token budget, inside a run,
-// leaves none for the next operation of that run (issue 16, item 6:
-// "used this many" is reached at the bound, not past it).
+// leaves none for the next operation of that run: "used this many" is
+// reached at the bound, not past it.
 func TestO5_BudgetTokensSpentExactlyInsideARunRefusesTheNextModelOperation(t *testing.T) {
 	h := newHarness(t, orchestrator.Relay, toolThenAnswer("never"), script{enginetest.Answer("never")}, enginetest.Echo())
 	h.cfg.Budget.Tokens = 15 // exactly what the first operation uses
@@ -24,8 +24,8 @@ func TestO5_BudgetTokensSpentExactlyInsideARunRefusesTheNextModelOperation(t *te
 }
 
 // A handoff that repeats a later one than the first is a loop too: the
-// reviewer's second feedback repeats its first (issue 16, item 6: the
-// other test repeats only the first handoff).
+// reviewer's second feedback repeats its first (the other loop tests
+// repeat only the first handoff).
 func TestO5_LoopDetectedOnARepeatOfALaterHandoff(t *testing.T) {
 	h := newHarness(t, orchestrator.ReviewLoop,
 		script{enginetest.Answer("Draft one."), enginetest.Answer("Draft two."), enginetest.Answer("never")},

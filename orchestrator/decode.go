@@ -63,8 +63,8 @@ func DecodePayload(kind string, raw []byte) (eventlog.Payload, error) {
 func readStarted(raw []byte) (eventlog.Payload, error) {
 	r := eventlog.ReadObject("payload", raw)
 	var p Started
-	p.PairID = r.String("pair_id")
-	p.PlanID = r.String("plan_id")
+	p.PairID = r.String(FieldPairID)
+	p.PlanID = r.String(FieldPlanID)
 	fingerprint := r.String("plan_fingerprint")
 	p.Pattern = r.String("pattern")
 	r.Begin("workers")
@@ -113,16 +113,16 @@ func readHandedOff(raw []byte) (eventlog.Payload, error) {
 func readEnded(kind string, raw []byte) (eventlog.Payload, error) {
 	r := eventlog.ReadObject("payload", raw)
 	var p Ended
-	p.PairID = r.String("pair_id")
-	reason := r.String("reason")
+	p.PairID = r.String(FieldPairID)
+	reason := r.String(FieldReason)
 	limit := r.OptionalString("limit")
 	p.Rounds = int(r.Int("rounds"))
 	p.Runs = int(r.Int("runs"))
 	p.InputTokens = r.Int("input_tokens")
 	p.OutputTokens = r.Int("output_tokens")
 	p.ToolCalls = r.Int("tool_calls")
-	p.Worker = r.OptionalString("worker")
-	p.RunID = id.Run(r.OptionalString("run_id"))
+	p.Worker = r.OptionalString(FieldWorker)
+	p.RunID = id.Run(r.OptionalString(FieldRunID))
 	var code, message string
 	if r.OptionalBegin("problem") {
 		code = r.String("code")
@@ -162,10 +162,10 @@ func readEnded(kind string, raw []byte) (eventlog.Payload, error) {
 
 func readRelayed(kind string, raw []byte) (eventlog.Payload, error) {
 	r := eventlog.ReadObject("payload", raw)
-	worker := r.String("worker")
-	runID := id.Run(r.String("run_id"))
-	runSeq := r.Uint("run_seq")
-	inner := r.Raw("payload")
+	worker := r.String(FieldWorker)
+	runID := id.Run(r.String(FieldRunID))
+	runSeq := r.Uint(FieldRunSeq)
+	inner := r.Raw(FieldPayload)
 	if err := r.Close(); err != nil {
 		return nil, err
 	}

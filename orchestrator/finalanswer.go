@@ -70,7 +70,7 @@ const (
 
 // KindFinalAnswer is the pair event written before the final answer's
 // run: which worker answers, why, and within how many tokens.
-const KindFinalAnswer = "pair.final_answer"
+const KindFinalAnswer = KindPrefix + "final_answer"
 
 // finalSettings is what a pair keeps of its final-answer option.
 type finalSettings struct {
@@ -390,8 +390,8 @@ type FinalAnswer struct {
 func (FinalAnswer) Kind() string { return KindFinalAnswer }
 
 func (p FinalAnswer) fields(o *eventlog.Object) {
-	o.String("worker", p.Worker)
-	o.String("reason", p.Reason.String())
+	o.String(FieldWorker, p.Worker)
+	o.String(FieldReason, p.Reason.String())
 	if p.Limit != 0 {
 		o.String("limit", p.Limit.String())
 	}
@@ -413,8 +413,8 @@ func (p FinalAnswer) EncodedLen() int {
 func readFinalAnswer(raw []byte) (eventlog.Payload, error) {
 	r := eventlog.ReadObject("payload", raw)
 	var p FinalAnswer
-	p.Worker = r.String("worker")
-	reason := r.String("reason")
+	p.Worker = r.String(FieldWorker)
+	reason := r.String(FieldReason)
 	limit := r.OptionalString("limit")
 	p.Tokens = r.Int("tokens")
 	if err := r.Close(); err != nil {

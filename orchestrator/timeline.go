@@ -12,13 +12,13 @@ import (
 )
 
 // Pair event kinds (O7). They are defined here, not in the kernel; relayed
-// run events keep their kernel kinds (kernel/event).
+// run events keep their kernel kinds (kernel/event). See schema.go.
 const (
-	KindStarted   = "pair.started"
-	KindHandoff   = "pair.handoff"
-	KindCompleted = "pair.completed"
-	KindFailed    = "pair.failed"
-	KindCancelled = "pair.cancelled"
+	KindStarted   = KindPrefix + "started"
+	KindHandoff   = KindPrefix + "handoff"
+	KindCompleted = KindPrefix + "completed"
+	KindFailed    = KindPrefix + "failed"
+	KindCancelled = KindPrefix + "cancelled"
 )
 
 var kinds = [...]string{KindStarted, KindHandoff, KindFinalAnswer, KindCompleted, KindFailed, KindCancelled, KindResumed, KindModelOutput}
@@ -63,8 +63,8 @@ func (Started) Kind() string { return KindStarted }
 const hexLen = 2 * sha256.Size
 
 func (p Started) fields(o *eventlog.Object, fingerprint string) {
-	o.String("pair_id", p.PairID)
-	o.String("plan_id", p.PlanID)
+	o.String(FieldPairID, p.PairID)
+	o.String(FieldPlanID, p.PlanID)
 	o.String("plan_fingerprint", fingerprint)
 	o.String("pattern", p.Pattern)
 	o.Begin("workers")
@@ -153,8 +153,8 @@ func (p Ended) Kind() string {
 }
 
 func (p Ended) fields(o *eventlog.Object) {
-	o.String("pair_id", p.PairID)
-	o.String("reason", p.Reason.String())
+	o.String(FieldPairID, p.PairID)
+	o.String(FieldReason, p.Reason.String())
 	if p.Limit != 0 {
 		o.String("limit", p.Limit.String())
 	}
@@ -163,8 +163,8 @@ func (p Ended) fields(o *eventlog.Object) {
 	o.Int("input_tokens", p.InputTokens)
 	o.Int("output_tokens", p.OutputTokens)
 	o.Int("tool_calls", p.ToolCalls)
-	o.OptionalString("worker", p.Worker)
-	o.OptionalString("run_id", string(p.RunID))
+	o.OptionalString(FieldWorker, p.Worker)
+	o.OptionalString(FieldRunID, string(p.RunID))
 	if !p.Problem.IsZero() {
 		o.Begin("problem")
 		o.String("code", p.Problem.Code())
@@ -234,10 +234,10 @@ func (p Relayed) Payload() eventlog.Payload {
 }
 
 const (
-	relayWorker  = `{"worker":`
-	relayRunID   = `,"run_id":`
-	relayRunSeq  = `,"run_seq":`
-	relayPayload = `,"payload":`
+	relayWorker  = `{"` + FieldWorker + `":`
+	relayRunID   = `,"` + FieldRunID + `":`
+	relayRunSeq  = `,"` + FieldRunSeq + `":`
+	relayPayload = `,"` + FieldPayload + `":`
 	relayFixed   = len(relayWorker) + len(relayRunID) + len(relayRunSeq) + len(relayPayload) + 1
 )
 

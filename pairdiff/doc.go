@@ -12,5 +12,8 @@
 //
 // The package reads JSON only. It knows no pair, worker or kernel type:
 // the CLI (`runs diff`) and tests (package pairtest) share it, and so can
-// any reader of a recorded timeline.
+// any reader of a recorded timeline. Of the pair timeline's schema
+// (orchestrator's schema.go) it knows two names, spelled here because
+// orchestrator is a layer above: a relayed event's "worker" and its
+// inner "payload", whose "name" labels a tool event.
 package pairdiff

@@ -121,6 +121,9 @@ func parseLine(line []byte) (Event, string) {
 		}
 		e.Seq = s
 	}
+	// The relayed envelope of the pair timeline's schema
+	// (orchestrator.FieldWorker, FieldPayload), spelled here because
+	// orchestrator is a layer above.
 	if p, ok := v["payload"].(map[string]any); ok {
 		if w, ok := p["worker"].(string); ok {
 			e.Worker = w

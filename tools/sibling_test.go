@@ -13,8 +13,8 @@ import (
 // A sibling directory whose name starts with the workspace's ("ws2" beside
 // "ws") is outside it: reached through a link or a relative path, every
 // tool answers with the model-visible path_outside_workspace, never an
-// I/O failure, and touches nothing there (issue 16, item 6: a bare prefix
-// test takes "/ws2" for inside "/ws").
+// I/O failure, and touches nothing there: a bare prefix test would take
+// "/ws2" for inside "/ws".
 func TestK7_ASiblingWithTheWorkspacesNameAsPrefixIsOutside(t *testing.T) {
 	e := newEnv(t)
 	sibling := e.root + "2"

@@ -25,7 +25,7 @@ func requireInert(t *testing.T, what, out string) {
 // A model answer, a file the model reads and the task all carry escape
 // sequences (clear the screen, set the title, write the clipboard, rewrite
 // the line, reverse the text): every readable output shows them as
-// visible escapes, and --json keeps them exact (issue 16, item 1).
+// visible escapes, and --json keeps them exact.
 func TestS2_HostileTextReachesNoTerminal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -133,7 +133,7 @@ func relayedRuns(t *testing.T, replay string) map[string]bool {
 var uncertainLine = regexp.MustCompile(`(?m)^  (\S+): fs\.write \(call \S+, mutating\), started at run sequence \d+, no outcome recorded$`)
 
 // SIGKILL at random points of a pair with many mutating calls, at least
-// 30 times (issue 16, item 3): what `run --json` printed is always a
+// 30 times: what `run --json` printed is always a
 // byte-identical prefix of `runs replay --json`, and every mutating call
 // that started without a recorded outcome is listed as uncertain, and
 // nothing else is.

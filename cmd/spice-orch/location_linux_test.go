@@ -45,7 +45,7 @@ func killedMidCall(t *testing.T, e []string, db string) string {
 
 // After the disk filled up, `runs list` and `runs show` still read the
 // store, and show the killed pair interrupted and its call uncertain, with
-// and without --read-only (issue 16, item 4).
+// and without --read-only.
 func TestRunsReadAStoreOnAFullDisk(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -145,8 +145,7 @@ func readFullDisk(t *testing.T, dir string) {
 	}
 }
 
-// A store on a read-only location reads with --read-only, and without it
-// (issue 16, item 4).
+// A store on a read-only location reads with --read-only, and without it.
 func TestRunsReadAStoreOnAReadOnlyLocation(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

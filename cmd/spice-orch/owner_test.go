@@ -11,7 +11,7 @@ import (
 
 var pairIDPattern = regexp.MustCompile(`pair-\d{8}-\d{6}-[0-9a-f]{8}`)
 
-// Two real processes (issue 16, item 2): `runs list` and `runs show`,
+// Two real processes: `runs list` and `runs show`,
 // writable or read-only, run while another process is playing a pair in
 // the same store, show that pair running and its started call as not
 // uncertain; once that process is killed, they show it interrupted and

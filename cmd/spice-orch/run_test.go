@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// checkBuiltinPair asserts what issue 7 asks of the built-in pair's JSON
-// lines and returns the pair ID.
+// checkBuiltinPair asserts the shape of the built-in pair's JSON lines
+// (one plan for both workers, two runs each, tool calls on both sides, a
+// handoff with its provenance, approval) and returns the pair ID.
 func checkBuiltinPair(t *testing.T, out string) string {
 	t.Helper()
 	ls := timeline(t, out)

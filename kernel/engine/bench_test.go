@@ -13,7 +13,7 @@ import (
 )
 
 // benchEngine builds an engine with a cycling scripted provider and no
-// observers, as DESIGN.md's performance table specifies.
+// observers, so that it measures the engine's own cost.
 func benchEngine(b *testing.B, tools []tool.Tool, script ...[]model.Item) *engine.Engine {
 	b.Helper()
 	plans, err := enginetest.Plan("plan-bench", tools...)

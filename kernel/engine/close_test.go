@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -138,4 +139,22 @@ func TestK27_CloseHonoursItsContext(t *testing.T) {
 		require.Equal(t, toolRunKinds, kinds(events(t, r)))
 		require.NoError(t, f.eng.Close(context.Background()), "a later Close finds no active run")
 	})
+}
+
+// Shutdown racing Start never meets a run that is half built (K27).
+func TestK27_ShutdownRacingStart(t *testing.T) {
+	for range 50 {
+		f := newFixture(t, fixtureConfig{script: [][]model.Item{enginetest.Answer("Hi")}})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			r, err := f.eng.Start(context.Background(), definition(t, 4), engine.Input{Message: user(t, "hello")})
+			if err != nil {
+				require.ErrorIs(t, err, engine.ErrClosed)
+				return
+			}
+			_, _ = waitRun(r)
+		})
+		require.NoError(t, f.eng.Shutdown(context.Background()))
+		wg.Wait()
+	}
 }

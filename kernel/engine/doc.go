@@ -25,9 +25,9 @@
 //     write are written with it even after a cancel, so a cancelled run
 //     still writes its terminals (K24, K26). A lease's release uses it,
 //     since a lease bounds its own release (K14). A run without observers
-//     uses context.Background instead, as before the standard-library
-//     contexts: nothing it writes can block, and its lease's release then
-//     sees none of the caller's values (appendContext).
+//     uses context.Background instead: nothing it writes can block, and
+//     its lease's release then sees none of the caller's values
+//     (appendContext).
 //   - The observer bound: a deadline of FinalizeTimeout on the append
 //     context, given to required observers with each ordinary event, so an
 //     observer may apply backpressure but cannot hold the run forever
@@ -38,7 +38,7 @@
 //     observers nothing there can block, and it is the append context.
 //
 // Close drains (it waits for active runs) and Shutdown cancels them: the
-// reverse of net/http's naming, as the spec defines them (K27).
+// reverse of net/http's naming, as contract K27 names them.
 //
 // It must not know any provider's wire format, any concrete tool, any
 // storage, or how runs are composed into larger workflows: a run is one

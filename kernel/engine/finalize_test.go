@@ -425,3 +425,36 @@ func TestK17_RequiredObserverBoundOnOrdinaryEvents(t *testing.T) {
 		})
 	}
 }
+
+// Observers that spend the finalization budget do not make a good lease
+// release look failed: the cancelled run ends cancelled (K14, K26).
+func TestK14_ReleaseNotBlamedForSpentFinalizeBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		memory, err := enginetest.Plan("plan-1")
+		require.NoError(t, err)
+		p := memory.Current()
+		src := &releaseSource{plan: p, release: func() error { return nil }, cfg: plan.LeaseConfig{}}
+		late := newLateRun()
+		f := newFixture(t, fixtureConfig{
+			script: [][]model.Item{{enginetest.Text("a"), enginetest.Text("b"), enginetest.Done(1, 1)}},
+			mutate: func(c *engine.Config) { c.Plans = src; c.FinalizeTimeout = time.Second },
+		})
+		f.rec.Hook = func(ctx context.Context, e eventlog.Event) error {
+			switch e.Kind() {
+			case "model.text_delta":
+				late.get().Cancel()
+			case "model.cancelled":
+				<-ctx.Done() // spends the whole finalization budget
+				return nil
+			}
+			return nil
+		}
+		r := f.start(t, context.Background(), 4)
+		late.set(r)
+		res, err := waitRun(r)
+		require.Equal(t, engine.Cancelled, res.Status)
+		require.ErrorIs(t, err, engine.ErrCancelled)
+		require.Equal(t, "run.cancelled", f.rec.Kinds()[len(f.rec.Kinds())-1])
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}

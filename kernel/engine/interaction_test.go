@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -305,4 +307,69 @@ func TestK28_AskAfterCallEndedRefused(t *testing.T) {
 			require.NoError(t, f.eng.Close(context.Background()))
 		})
 	}
+}
+
+// A question asked with a context that never ends still ends with the
+// run's cancellation: one interaction.cancelled, and the run ends (K24,
+// K28).
+func TestK28_AskEndsWithRunCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		late := newLateRun()
+		ask := newTool(t, "ask", tool.ReadOnly, func(_ context.Context, call tool.Call, r tool.Reporter) (tool.Result, error) {
+			_, err := r.(interaction.Asker).Ask(context.Background(), "Proceed?")
+			require.Error(t, err)
+			return tool.NewResult(call.ID(), "no answer")
+		})
+		broker := brokerFunc(func(ctx context.Context, q interaction.Question) (interaction.Answer, error) {
+			late.get().Cancel()
+			<-ctx.Done()
+			return interaction.Answer{}, ctx.Err()
+		})
+		f := newFixture(t, fixtureConfig{tools: []tool.Tool{ask}, script: [][]model.Item{callOp("call-1", "ask")},
+			mutate: func(c *engine.Config) { c.Broker = broker }})
+		r := f.start(t, context.Background(), 4)
+		late.set(r)
+		_, err := waitRun(r)
+		require.ErrorIs(t, err, engine.ErrCancelled)
+		evs := events(t, r)
+		requireWellFormed(t, evs)
+		require.Equal(t, 1, countKind(evs, "interaction.cancelled"))
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
+}
+
+// A question still open when its call ends, whose broker ignores its
+// context past the finalization bound, is ended by the engine before the
+// call's own terminal; the late answer is dropped (K15, K28).
+func TestK28_InteractionOutlivingItsCallIsEndedByTheEngine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release, started := make(chan struct{}), make(chan struct{})
+		asked := make(chan error, 1)
+		ask := newTool(t, "ask", tool.ReadOnly, func(_ context.Context, call tool.Call, r tool.Reporter) (tool.Result, error) {
+			go func() {
+				_, err := r.(interaction.Asker).Ask(context.Background(), "Proceed?", "yes")
+				asked <- err
+			}()
+			<-started // the question is with the broker; the call returns
+			return tool.NewResult(call.ID(), "asked in the background")
+		})
+		broker := brokerFunc(func(_ context.Context, q interaction.Question) (interaction.Answer, error) {
+			close(started)
+			<-release // ignores its context
+			return interaction.NewAnswer(q.ID(), "yes"), nil
+		})
+		f := newFixture(t, fixtureConfig{tools: []tool.Tool{ask}, script: [][]model.Item{callOp("call-1", "ask"), enginetest.Answer("ok")},
+			mutate: func(c *engine.Config) { c.Broker = broker; c.FinalizeTimeout = time.Second }})
+		r := f.start(t, context.Background(), 4)
+		res, err := waitRun(r)
+		require.NoError(t, err)
+		require.Equal(t, engine.Completed, res.Status)
+		close(release)
+		require.ErrorIs(t, <-asked, engine.ErrReporterClosed, "the late answer is dropped")
+		evs := events(t, r)
+		requireWellFormed(t, evs)
+		k := kinds(evs)
+		require.Equal(t, []string{"tool.started", "interaction.started", "interaction.cancelled", "tool.completed"}, k[4:8])
+		require.NoError(t, f.eng.Close(context.Background()))
+	})
 }

@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -446,4 +450,93 @@ func TestK29_UsedInteractionIDsSurviveImport(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []id.Interaction{"ix-1"}, slices.Collect(s2.Interactions()))
 	require.NoError(t, f.eng.Close(context.Background()))
+}
+
+// A mutating call stopped mid-effect by the run's cancellation reports an
+// uncertain outcome: the cancelled event keeps it, and the run cannot be
+// exported in a snapshot (K7, K29).
+func TestK29_CancelledMutatingCallKeepsUncertainOutcome(t *testing.T) {
+	late := newLateRun()
+	write := newTool(t, "write", tool.Mutating, func(ctx context.Context, call tool.Call, _ tool.Reporter) (tool.Result, error) {
+		late.get().Cancel()
+		<-ctx.Done()
+		return tool.Result{}, tool.FailUncertain(call.ID(), problem.Must("interrupted", "the write was interrupted"), ctx.Err())
+	})
+	f := newFixture(t, fixtureConfig{tools: []tool.Tool{write}, script: [][]model.Item{callOp("call-1", "write")}})
+	r := f.start(t, context.Background(), 4)
+	late.set(r)
+	_, err := waitRun(r)
+	require.ErrorIs(t, err, engine.ErrCancelled)
+	evs := events(t, r)
+	requireWellFormed(t, evs)
+	require.Equal(t, "uncertain", payload[event.ToolCancelled](t, evs, "tool.cancelled").Outcome)
+	_, err = r.Snapshot()
+	require.ErrorIs(t, err, engine.ErrSnapshotRefused)
+	require.NoError(t, f.eng.Close(context.Background()))
+}
+
+// Resuming the same snapshot twice while the first is active is refused:
+// two runs never share an ID and a sequence (K29).
+func TestK29_ResumeRefusesActiveRunID(t *testing.T) {
+	f, b := suspendedToolRun(t)
+	hold, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.rec.Hook = func(_ context.Context, e eventlog.Event) error {
+		if e.Kind() == "turn.started" {
+			once.Do(func() { close(hold); <-release })
+		}
+		return nil
+	}
+	first, err := f.eng.Resume(context.Background(), b)
+	require.NoError(t, err)
+	<-hold // the first resumed run is active
+	_, err = f.eng.Resume(context.Background(), b)
+	require.ErrorIs(t, err, engine.ErrRunActive)
+	close(release)
+	_, err = waitRun(first)
+	require.NoError(t, err)
+	require.Zero(t, f.plans.Outstanding("plan-1"), "the refused resume gave its lease back")
+	require.NoError(t, f.eng.Close(context.Background()))
+}
+
+// A suspended run has ended when Wait returns, even while its log is still
+// closing (a best-effort observer draining): resuming its snapshot at once
+// is not refused as a duplicate, and Close still waits for both runs (K27,
+// K29).
+func TestK29_ResumeRightAfterWaitWhileTheOldLogCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		releaseOnce := sync.OnceFunc(func() { close(release) })
+		defer releaseOnce() // also when a check fails: no goroutine stays blocked
+		var blocked atomic.Bool
+		stuck := make(chan struct{})
+		slow := eventlog.ObserverFunc(func(context.Context, eventlog.Event) error {
+			if blocked.CompareAndSwap(false, true) { // the first event only
+				close(stuck)
+				<-release
+			}
+			return nil
+		})
+		f, b := suspendedToolRunWith(t, func(c *engine.Config) {
+			c.BestEffort = []eventlog.Observer{slow}
+			c.FinalizeTimeout = time.Minute
+		})
+		<-stuck // the old run's log cannot finish closing until release
+		f.rec.Hook = nil
+		second, err := f.eng.Resume(context.Background(), b)
+		require.NoError(t, err, "the suspended run has ended: its ID is free")
+		_, err = waitRun(second)
+		require.NoError(t, err)
+
+		closed := make(chan error, 1)
+		go func() { closed <- f.eng.Close(context.Background()) }()
+		synctest.Wait() // everything else is blocked: Close is waiting
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v while a run's observer was still draining", err)
+		default:
+		}
+		releaseOnce()
+		require.NoError(t, <-closed)
+	})
 }

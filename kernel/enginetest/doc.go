@@ -3,5 +3,6 @@
 // provider, a stepping clock, a recording observer and small tools.
 //
 // It is a test helper, like net/http/httptest: production code must not
-// use it. It knows the kernel's interfaces and nothing above them.
+// use it (the boundary proof, proof/acceptance, is a test suite and does).
+// It knows the kernel's interfaces and nothing above them.
 package enginetest

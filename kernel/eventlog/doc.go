@@ -12,7 +12,11 @@
 // Payloads are encoded lazily: Append asks only for the encoded length (for
 // the byte bound) and bytes are produced when a subscriber, observer or store
 // asks for them. Object and ObjectReader help payload authors write and read
-// canonical JSON by hand, without reflection.
+// canonical JSON by hand, without reflection. ObjectReader is strict: a
+// string that is not valid UTF-8, or escapes a lone surrogate, is refused
+// with a reason rather than repaired, which encoding/json (it substitutes
+// U+FFFD) cannot say; hence its own unescaper. An adapter that must repair
+// what a server sends keeps its own.
 //
 // The log never reads a clock: the caller supplies every event's time.
 package eventlog

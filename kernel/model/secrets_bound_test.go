@@ -11,7 +11,7 @@ import (
 
 // The shortest credential the scan rejects ("xoxb-" and ten token bytes,
 // 15 bytes in all) is rejected, alone and inside a longer value; one byte
-// less is not a credential (issue 16, item 6).
+// less is not a credential.
 func TestK3_MetadataRejectsTheShortestCredentialShape(t *testing.T) {
 	for _, v := range []string{"xoxb-0123456789", "xoxp-abcdefghij", "note xoxs-0123456789"} {
 		_, err := model.NewMetadata("slack", []byte(`{"note":"`+v+`"}`))

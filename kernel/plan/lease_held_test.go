@@ -13,8 +13,8 @@ import (
 
 // A second Release while the first one is inside its callback does not
 // run the callback again; it waits for the first one's outcome, or gives
-// up on its own context without changing it (issue 16, item 6: the
-// 32-goroutine test rarely hits this window, this one always does).
+// up on its own context without changing it. The 32-goroutine test
+// rarely hits this window; this one always does.
 func TestK14_ReleaseWhileTheFirstIsInsideItsCallback(t *testing.T) {
 	for _, inline := range []bool{false, true} {
 		name := "goroutine"

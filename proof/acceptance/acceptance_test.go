@@ -84,7 +84,8 @@ func (p *proof) must(err error, what string) {
 	}
 }
 
-// TestBoundaryProof is RFC 0001's acceptance evidence in one suite: one
+// TestBoundaryProof is the boundary proof's acceptance evidence in one
+// suite: one
 // pair exercises the real provider, a compiled tool, a runtime tool (a
 // plugin process), the required persistence observer, the timeline's
 // clients (the serve SSE API among them) and the two-worker review loop;

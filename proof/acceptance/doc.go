@@ -1,8 +1,8 @@
-// Package acceptance owns the boundary proof of RFC 0001 ("Acceptance
-// evidence"): one suite, TestBoundaryProof, in which a single pair — a
+// Package acceptance owns the boundary proof, the evidence that the kernel
+// boundary holds (docs/architecture.md): one suite, TestBoundaryProof, in which a single pair — a
 // writer and a reviewer in a review loop, built from the public packages
 // (workers, orchestrator, tools, plugins/host, store, providers/openai,
-// server) with plain constructors — exercises the six parts the kernel
+// scheduler, server) with plain constructors — exercises the six parts the kernel
 // boundary must carry without growing: the OpenAI-compatible provider over
 // real HTTP against loopback servers that play transcripts written in
 // OpenAI's, vLLM's and Ollama's wire formats and check every request they

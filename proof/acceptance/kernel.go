@@ -32,7 +32,7 @@ var baselineDeps string
 const GoldenPath = "archtest/testdata/kernel_api.golden"
 
 // ProofWords are the words no kernel identifier, string or declaration
-// comment may use: archtest's (DESIGN.md's list) and "plugin", which the
+// comment may use: archtest's list and "plugin", which the
 // runtime tools are built from and the kernel must not know either.
 func ProofWords() []string { return append(boundary.ForbiddenWords(), "plugin") }
 

@@ -108,8 +108,9 @@ type PluginRecord struct {
 	Timeline       []string
 }
 
-// Evidence names the acceptance evidence of RFC 0001 and the parts whose
-// passing rows prove each; an item with no part is never proven here.
+// Evidence names the boundary proof's acceptance evidence (the parts the
+// kernel boundary must carry without growing) and the parts whose passing
+// rows prove each; an item with no part is never proven here.
 var Evidence = []struct {
 	Item  string
 	Parts []string
@@ -175,8 +176,9 @@ func (l Ledger) Render() []byte {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("%s", ledgerTitle)
 	p("")
-	p("Written by `make proof` from what `proof/acceptance` measured (RFC 0001,")
-	p("\"Acceptance evidence\"), also when the suite fails; do not edit by hand.")
+	p("Written by `make proof` from what `proof/acceptance` measured (the")
+	p("boundary proof of docs/architecture.md), also when the suite fails; do")
+	p("not edit by hand.")
 	p("The tree line is the SHA-256 of `sha256sum` lines (digest, two spaces,")
 	p("path, sorted by path) of every file the proof compiles, embeds or reads;")
 	p("`TestLedgerTree` recomputes it, and `TestBoundaryProof` fails when any")

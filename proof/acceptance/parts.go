@@ -15,7 +15,7 @@ import (
 	"github.com/spice-orch/spice-orch/store"
 )
 
-// The parts of RFC 0001's acceptance evidence, and the proof's own checks,
+// The parts of the boundary proof's acceptance evidence, and its own checks,
 // as the ledger and every failure name them.
 const (
 	PartProvider   = "real provider"
@@ -111,14 +111,14 @@ func CheckTool(p *Played) error {
 	}
 	lines, _ := ParseLines(p.Subscribed)
 	planID := string(p.Plan.ID)
-	if planID == "" || str(lines[0].Payload, "plan_id") != planID {
-		return fail(PartTool, "pair.started names plan %q, the pair leased %q", str(lines[0].Payload, "plan_id"), planID)
+	if planID == "" || str(lines[0].Payload, orchestrator.FieldPlanID) != planID {
+		return fail(PartTool, "pair.started names plan %q, the pair leased %q", str(lines[0].Payload, orchestrator.FieldPlanID), planID)
 	}
 	completed := 0
 	for _, l := range lines {
 		switch l.Kind {
 		case "run.started":
-			if got := str(l.Inner, "plan_id"); got != planID {
+			if got := str(l.Inner, orchestrator.FieldPlanID); got != planID {
 				return fail(PartTool, "run %s used plan %q, not the pair's %q", l.RunID, got, planID)
 			}
 		case "tool.completed":

@@ -58,10 +58,10 @@ func ParseLines(b []byte) ([]Line, error) {
 			return nil, fmt.Errorf("event %d: %w", len(out)+1, err)
 		}
 		l := Line{Raw: raw, Seq: top.Seq, Kind: top.Kind, Payload: top.Payload}
-		if !strings.HasPrefix(l.Kind, "pair.") {
-			l.Worker, l.RunID = str(top.Payload, "worker"), str(top.Payload, "run_id")
-			_ = json.Unmarshal(top.Payload["run_seq"], &l.RunSeq)
-			_ = json.Unmarshal(top.Payload["payload"], &l.Inner)
+		if !strings.HasPrefix(l.Kind, orchestrator.KindPrefix) {
+			l.Worker, l.RunID = str(top.Payload, orchestrator.FieldWorker), str(top.Payload, orchestrator.FieldRunID)
+			_ = json.Unmarshal(top.Payload[orchestrator.FieldRunSeq], &l.RunSeq)
+			_ = json.Unmarshal(top.Payload[orchestrator.FieldPayload], &l.Inner)
 		}
 		out = append(out, l)
 	}
@@ -126,7 +126,7 @@ func CheckTimeline(b []byte) (Summary, error) {
 			if s.Terminal != "" {
 				return s, fmt.Errorf("a second pair terminal %s at %d after %s", l.Kind, l.Seq, s.Terminal)
 			}
-			s.Terminal, s.Reason = l.Kind, str(l.Payload, "reason")
+			s.Terminal, s.Reason = l.Kind, str(l.Payload, orchestrator.FieldReason)
 			if i != len(lines)-1 {
 				return s, fmt.Errorf("the pair terminal %s at %d is not the last event (%d follow)", l.Kind, l.Seq, len(lines)-1-i)
 			}
@@ -139,7 +139,7 @@ func CheckTimeline(b []byte) (Summary, error) {
 		if l.Kind == orchestrator.KindModelOutput && i != 0 {
 			continue // the journal of a model operation: no lifecycle of its own
 		}
-		if strings.HasPrefix(l.Kind, "pair.") {
+		if strings.HasPrefix(l.Kind, orchestrator.KindPrefix) {
 			if l.Kind != orchestrator.KindStarted || i != 0 {
 				return s, fmt.Errorf("unexpected pair event %s at %d", l.Kind, l.Seq)
 			}

@@ -1,8 +1,8 @@
 // Package boundary owns the readings of the kernel boundary that both
 // archtest and the boundary proof (proof/acceptance) make: the kernel's
 // exported API listing (KernelAPI), the forbidden-word checker (Forms: the
-// words of DESIGN.md's "The kernel must never contain" in identifiers,
-// string literals and declaration comments), and the kernel's dependency
+// multi-agent words the kernel must never contain, in identifiers, string
+// literals and declaration comments), and the kernel's dependency
 // set (KernelDeps). archtest enforces them on every `make test`; the proof
 // records them in its ledger. Keeping one copy means the two can never
 // disagree about what the kernel is.

@@ -14,7 +14,7 @@ import (
 type Forms map[string]string
 
 // NewForms returns the forms of words: each word, its plural and, for the
-// words of DESIGN.md that have them, derived forms ("children",
+// forbidden words that have them, derived forms ("children",
 // "delegation", "orchestration", "pairing").
 func NewForms(words []string) Forms {
 	derived := map[string][]string{
@@ -252,8 +252,8 @@ func (fs Forms) File(f *ast.File) []Finding {
 	return out
 }
 
-// ForbiddenWords returns the words the kernel must not use (DESIGN.md, "The
-// kernel must never contain"); archtest's kernel-words rule checks them.
+// ForbiddenWords returns the words the kernel must not use, the
+// multi-agent concepts it must never learn; archtest's kernel-words rule checks them.
 // Plurals and derived forms are matched too (NewForms).
 func ForbiddenWords() []string {
 	return []string{

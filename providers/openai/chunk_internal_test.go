@@ -104,3 +104,17 @@ func FuzzChunkDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkChunkDecodeEscaped decodes a chunk whose content has escapes
+// and non-ASCII text, the path the hand-written string decoder takes
+// instead of encoding/json (see the package documentation).
+func BenchmarkChunkDecodeEscaped(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"content":" line\nnext \u00e9t\u00e9 \"q\""},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	var d chunkDecoder
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -61,8 +61,7 @@ func TestSanitizeBoundsAndCleans(t *testing.T) {
 	require.Equal(t, "bad \uFFFD", p.sanitize("bad \xff"))
 }
 
-// A server that echoes the key with its case changed does not leak it
-// (issue 16).
+// A server that echoes the key with its case changed does not leak it.
 func TestSanitizeRedactsTheKeyInAnyCase(t *testing.T) {
 	p := &Provider{s: settings{apiKey: "sk-live-0123456789abc", redact: newRedactor("sk-live-0123456789abc")}}
 	require.Equal(t, "bad key [redacted], [redacted] and [redacted]",

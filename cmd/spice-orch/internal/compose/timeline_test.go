@@ -48,7 +48,7 @@ func (l *lines) text() string {
 }
 
 // A Timeline observer is told of an event, relayed or the pair's own, only
-// after the store acknowledged that same event (issue 16, item 3): with a
+// after the store acknowledged that same event: with a
 // store that refuses the event at every index in turn, what the observer
 // saw is exactly what the store kept of the timeline.
 func TestK16_TimelineObserversAreToldOnlyWhatTheStoreAcknowledged(t *testing.T) {

@@ -42,7 +42,7 @@ func TestS2_TextAndFieldShowControlCharactersVisibly(t *testing.T) {
 }
 
 // Every text a timeline carries reaches the terminal inert, with and
-// without colors (issue 16, item 1): names, IDs, model text, tool
+// without colors: names, IDs, model text, tool
 // results and progress, problems, reasons.
 func TestS2_RenderShowsHostileTextVisiblyInEveryField(t *testing.T) {
 	// Timeline text is UTF-8 (the kernel refuses anything else), so the

@@ -146,16 +146,16 @@ func (r *Renderer) pairEnded(en entry, e orchestrator.Ended) {
 	r.sum.Ended = en.time
 	color := green
 	switch en.kind {
-	case "pair.failed":
+	case orchestrator.KindFailed:
 		color = red
-	case "pair.cancelled":
+	case orchestrator.KindCancelled:
 		color = yellow
 	}
 	reason := e.Reason.String()
 	if limit != "" {
 		reason += " (" + limit + ")"
 	}
-	fmt.Fprintf(&r.buf, "%s %s: %s\n", r.paint(bold, "pair"), r.paint(color, strings.TrimPrefix(en.kind, "pair.")), Field(reason))
+	fmt.Fprintf(&r.buf, "%s %s: %s\n", r.paint(bold, "pair"), r.paint(color, strings.TrimPrefix(en.kind, orchestrator.KindPrefix)), Field(reason))
 	if e.Worker != "" || !e.Problem.IsZero() {
 		r.buf.WriteString("  ")
 		if e.Worker != "" {

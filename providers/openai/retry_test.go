@@ -10,7 +10,7 @@ import (
 	"github.com/spice-orch/spice-orch/providers/openai"
 )
 
-// A timeout after retries says how many attempts were made (issue 16).
+// A timeout after retries says how many attempts were made.
 func TestTimeoutAfterRetriesSaysHowManyAttempts(t *testing.T) {
 	r := newReplay(t, holdBeforeHeaders, holdBeforeHeaders, holdBeforeHeaders)
 	p, _ := r.provider(t, func(c *openai.Config) { c.Timeout = 30 * time.Millisecond })
