@@ -100,6 +100,8 @@ func (s *Server) table() []route {
 		{"GET", "/assets/{file}", false, s.asset},
 		{"GET", "/login", false, s.loginPage},
 		{"POST", "/login", false, s.login},
+		{"POST", "/logout", false, s.logout},
+		{"GET", "/favicon.ico", false, s.favicon},
 	}
 	if s.cfg.Metrics != nil {
 		r = append(r, route{"GET", "/metrics", false, s.cfg.Metrics.ServeHTTP})
@@ -201,6 +203,7 @@ func (s *Server) follow(e *entry, built Built) {
 		built.Close()
 	}
 	close(e.ended)
+	s.pruneWorkspaces()
 	size := int64(e.feed.log.Stats().RetainedBytes)
 	s.mu.Lock()
 	e.size = size

@@ -68,6 +68,12 @@ func startTestServer(t *testing.T, gates ...*browserGate) *testServer {
 
 func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
 	t.Helper()
+	return startTestServerWith(t, nil, wrap, gates...)
+}
+
+// startTestServerWith is startTestServerHooks with flags changed by mod.
+func startTestServerWith(t *testing.T, mod func(*serveFlags), wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	ts := &testServer{gates: gates, done: make(chan error, 1), dir: dir}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,6 +95,9 @@ func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Ob
 	}
 	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
 		pairs: 4, queue: 16, maxConns: 64, pace: 0}
+	if mod != nil {
+		mod(&f)
+	}
 	go func() {
 		ts.done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
 	}()
