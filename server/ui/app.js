@@ -426,9 +426,7 @@ class PairView {
         } else {
           this.addSeq(n, e.seq);
         }
-        // Appending to the text node, not setting textContent again, keeps
-        // a long answer linear to draw.
-        n.firstChild.firstChild.appendData(visible(q.text || ""));
+        appendText(n, visible(q.text || ""));
         break;
       }
       case "model.completed":
@@ -580,6 +578,41 @@ PairView.prototype.interrupted = function () {
   for (const n of this.texts.values()) n.classList.remove("streaming");
   this.place(el("div", "block terminal interrupted-marker", "interrupted · the pair stopped without a terminal event (its server ended)"), -1, this.last);
 };
+
+// shownText is how much of an answer a block shows until "show all" is
+// clicked: laying out megabytes of text on every frame would make a long
+// pair slow to draw.
+const shownText = 8192;
+
+// appendText adds text to a model operation's block, to its one Text node
+// while the block shows less than shownText, else to what "show all" adds.
+function appendText(n, t) {
+  const node = n.firstChild.firstChild;
+  if (n.rest === undefined && node.length + t.length <= shownText) {
+    node.appendData(t);
+    return;
+  }
+  if (n.rest === undefined) {
+    const room = Math.max(0, shownText - node.length);
+    node.appendData(t.slice(0, room));
+    n.rest = [t.slice(room)];
+    n.restLen = t.length - room;
+    const more = el("button", "show-all", "");
+    more.type = "button";
+    more.addEventListener("click", (ev) => {
+      ev.stopPropagation();
+      node.appendData(n.rest.join(""));
+      n.rest = undefined;
+      more.remove();
+    });
+    n.insertBefore(more, n.firstChild.nextSibling);
+    n.more = more;
+  } else {
+    n.rest.push(t);
+    n.restLen += t.length;
+  }
+  n.more.textContent = "show all (" + n.restLen + " more characters)";
+}
 
 // textBlock is a model operation's block: its text lives in one Text node.
 function textBlock() {
