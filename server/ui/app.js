@@ -537,7 +537,10 @@ PairView.prototype.drawWaterfall = function () {
   box.textContent = "";
   const from = this.first, span = Math.max(1, this.lastTime - this.first);
   let slow = null;
-  for (const x of this.spans) if (!slow || x.end - x.start > slow.end - slow.start) slow = x;
+  // A run lasts as long as its steps together: the slowest is a step.
+  for (const x of this.spans) {
+    if (!x.label.startsWith("run ") && (!slow || x.end - x.start > slow.end - slow.start)) slow = x;
+  }
   document.querySelectorAll("#timeline .slowest").forEach((n) => n.classList.remove("slowest"));
   for (const x of this.spans) {
     const row = el("div", "wf-row lane-" + x.lane + (x === slow ? " slowest" : ""));

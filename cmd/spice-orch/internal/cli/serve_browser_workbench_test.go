@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,4 +174,50 @@ func setField(t *testing.T, ctx context.Context, id, value string) {
 	t.Helper()
 	eval[bool](t, ctx, `(() => { const f = document.getElementById(`+strconv.Quote(id)+`); f.value = `+strconv.Quote(value)+
 		`; f.dispatchEvent(new Event('input')); return f.dispatchEvent(new Event('change')); })()`)
+}
+
+// failingSpec is a pair whose writer writes a file, then has no step for
+// its next operation: the run fails with script_exhausted.
+const failingSpec = `version: 1
+name: failing-writer
+pattern: relay
+workers:
+  - role: writer
+    provider: scripted
+    script:
+      - text: "Writing the draft first."
+        calls:
+          - name: fs.write
+            arguments:
+              path: draft.md
+              content: "# Draft\n"
+  - role: reviewer
+    provider: scripted
+    script:
+      - text: "ok"
+`
+
+// TestS2_BrowserScreenshotsOfACompletedAndAFailingPair draws the built-in
+// pair and a failing one and takes their screenshots; with
+// SPICE_ORCH_SCREENSHOTS=1 (make screenshots) they replace docs/*.png.
+func TestS2_BrowserScreenshotsOfACompletedAndAFailingPair(t *testing.T) {
+	ts := startTestServer(t)
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	shots := map[string]string{
+		"serve-completed.png": submit(t, ts.url, builtinYAML(), "Write a short design note on retries and have it reviewed."),
+		"serve-failed.png":    submit(t, ts.url, failingSpec, ""),
+	}
+	want := map[string]string{"serve-completed.png": "completed", "serve-failed.png": "failed"}
+	for name, id := range shots {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+id)))
+		require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.getElementById('pair-state').textContent === `+strconv.Quote(want[name])+
+			` && document.querySelectorAll('#waterfall .wf-row').length > 0`))
+		shot(t, ctx, name)
+		if os.Getenv("SPICE_ORCH_SCREENSHOTS") != "" {
+			b, err := os.ReadFile(filepath.Join(outDir(t), name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(outDir(t), "..", "..", "docs", name), b, 0o644))
+		}
+	}
 }
