@@ -59,8 +59,8 @@ func (s *Server) readMeta(pairID string) pairMeta {
 
 // pruneWorkspaces removes the workspaces of ended pairs beyond
 // KeepWorkspaces (newest kept) and older than KeepWorkspaceAge. A live
-// pair's workspace is never removed.
-func (s *Server) pruneWorkspaces() {
+// pair's workspace is never removed; ended names the pair that just ended.
+func (s *Server) pruneWorkspaces(ended string) {
 	if s.cfg.KeepWorkspaces == 0 && s.cfg.KeepWorkspaceAge == 0 {
 		return
 	}
@@ -73,28 +73,28 @@ func (s *Server) pruneWorkspaces() {
 		name string
 		mod  time.Time
 	}
-	var ended []ws
+	var old []ws
 	s.mu.Lock()
 	for _, de := range des {
 		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") {
 			continue
 		}
-		if e := s.pairs[de.Name()]; e != nil && !isClosed(e.ended) {
+		if e := s.pairs[de.Name()]; e != nil && de.Name() != ended && !isClosed(e.ended) {
 			continue
 		}
 		info, err := de.Info()
 		if err != nil {
 			continue
 		}
-		ended = append(ended, ws{de.Name(), info.ModTime()})
+		old = append(old, ws{de.Name(), info.ModTime()})
 	}
 	s.mu.Unlock()
-	slices.SortFunc(ended, func(a, b ws) int { return b.mod.Compare(a.mod) })
+	slices.SortFunc(old, func(a, b ws) int { return b.mod.Compare(a.mod) })
 	now := s.cfg.Clock()
-	for i, w := range ended {
-		old := s.cfg.KeepWorkspaceAge > 0 && now.Sub(w.mod) > s.cfg.KeepWorkspaceAge
+	for i, w := range old {
+		aged := s.cfg.KeepWorkspaceAge > 0 && now.Sub(w.mod) > s.cfg.KeepWorkspaceAge
 		over := s.cfg.KeepWorkspaces > 0 && i >= s.cfg.KeepWorkspaces
-		if old || over {
+		if aged || over {
 			_ = os.RemoveAll(filepath.Join(dir, w.name))
 		}
 	}

@@ -198,12 +198,13 @@ func (s *Server) follow(e *entry, built Built) {
 		s.settle(e.id) // the terminal is in the store
 	}
 	e.final = info
+	// Before the feed closes, so a stream's end follows the pruning.
+	s.pruneWorkspaces(e.id)
 	e.feed.close()
 	if built.Close != nil {
 		built.Close()
 	}
 	close(e.ended)
-	s.pruneWorkspaces()
 	size := int64(e.feed.log.Stats().RetainedBytes)
 	s.mu.Lock()
 	e.size = size

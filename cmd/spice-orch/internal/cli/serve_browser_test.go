@@ -59,6 +59,21 @@ type testServer struct {
 	gates []*browserGate
 	done  chan error
 	stop  context.CancelFunc
+	down  chan struct{} // closed once stopped finds serve ended
+}
+
+// stopped waits until serve, stopped with ts.stop, has ended.
+func (ts *testServer) stopped(t *testing.T) chan struct{} {
+	t.Helper()
+	ts.down = make(chan struct{})
+	select {
+	case err := <-ts.done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute")
+	}
+	close(ts.down)
+	return ts.down
 }
 
 func startTestServer(t *testing.T, gates ...*browserGate) *testServer {
@@ -109,6 +124,10 @@ func startTestServerWith(t *testing.T, mod func(*serveFlags), wrap func(eventlog
 		t.Fatal("serve did not listen within a minute")
 	}
 	t.Cleanup(func() {
+		if ts.down != nil {
+			<-ts.down
+			return
+		}
 		for _, g := range gates {
 			g.open()
 		}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -220,4 +222,73 @@ func TestS2_BrowserScreenshotsOfACompletedAndAFailingPair(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(outDir(t), "..", "..", "docs", name), b, 0o644))
 		}
 	}
+}
+
+// TestS2_BrowserOpensTheNewestPairWhenNoneIsNamed: the page opened
+// without a pair in its address, once the only pair (the demo's) has
+// ended, shows that pair rather than an empty pane.
+func TestS2_BrowserOpensTheNewestPairWhenNoneIsNamed(t *testing.T) {
+	ts := startTestServer(t)
+	id := submit(t, ts.url, builtinYAML(), "")
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/")))
+	require.NoError(t, waitJS(ctx, `!document.getElementById('pair').hidden && document.body.dataset.streamEnded !== undefined`))
+	require.Equal(t, id, text(t, ctx, `#pair-id`))
+	require.True(t, eval[bool](t, ctx, `document.getElementById('empty').hidden`))
+}
+
+// TestS2_BrowserStaysQuietWhenTheServerIsDown: with the server stopped,
+// the page's polling throws nothing uncaught and says the server does not
+// answer.
+func TestS2_BrowserStaysQuietWhenTheServerIsDown(t *testing.T) {
+	ts := startTestServer(t)
+	id := submit(t, ts.url, fmt.Sprintf(tinySpec, "quiet"), "")
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+id)))
+	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined`))
+	eval[bool](t, ctx, `window.__uncaught = 0; addEventListener('unhandledrejection', () => window.__uncaught++); addEventListener('error', () => window.__uncaught++); true`)
+	ts.stop()
+	<-ts.stopped(t)
+	require.NoError(t, waitJS(ctx, `!document.getElementById('offline').hidden`))
+	// Two more polls fail while the test watches.
+	eval[bool](t, ctx, `window.__polled = 0; const f = window.fetch; window.fetch = (...a) => { window.__polled++; return f(...a); }; true`)
+	require.NoError(t, waitJS(ctx, `window.__polled >= 2`))
+	require.Zero(t, eval[int](t, ctx, `window.__uncaught`))
+}
+
+// TestS2_BrowserMarksAnInterruptedPair: a pair whose stream ends without
+// a terminal event, in state interrupted, keeps no streaming caret and
+// shows an interrupted marker.
+func TestS2_BrowserMarksAnInterruptedPair(t *testing.T) {
+	ts := startTestServer(t)
+	u, err := url.Parse(ts.url)
+	require.NoError(t, err)
+	const id = "pair-20260101-000000-0000dead"
+	frames := "id: 1\ndata: {\"seq\":1,\"kind\":\"pair.started\",\"time\":\"2026-01-01T00:00:00Z\",\"payload\":{\"pattern\":\"relay\",\"workers\":{\"first\":\"writer\",\"second\":\"reviewer\"}}}\n\n" +
+		"id: 2\ndata: {\"seq\":2,\"kind\":\"model.started\",\"time\":\"2026-01-01T00:00:01Z\",\"payload\":{\"worker\":\"writer\",\"payload\":{\"operation_id\":\"op-1\"}}}\n\n" +
+		"id: 3\ndata: {\"seq\":3,\"kind\":\"model.text_delta\",\"time\":\"2026-01-01T00:00:02Z\",\"payload\":{\"worker\":\"writer\",\"payload\":{\"operation_id\":\"op-1\",\"text\":\"half an ans\"}}}\n\n" +
+		"event: end\ndata: {\"state\":\"interrupted\",\"last_seq\":3}\n\n"
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	px := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/pairs/" + id + "/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, frames)
+		case "/v1/pairs/" + id:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"`+id+`","state":"interrupted","workers":[],"last_seq":3}`)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	defer px.Close()
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(px.URL+"/#/pairs/"+id)))
+	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.getElementById('pair-state').textContent === 'interrupted'`))
+	require.NoError(t, waitJS(ctx, `document.querySelectorAll('#timeline .interrupted-marker').length === 1`))
+	require.Zero(t, eval[int](t, ctx, `document.querySelectorAll('#timeline .streaming').length`), "no streaming caret")
+	require.Contains(t, text(t, ctx, `#timeline .interrupted-marker`), "interrupted")
 }
