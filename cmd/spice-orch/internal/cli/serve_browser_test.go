@@ -276,11 +276,6 @@ func TestS2_BrowserWatchesTheBuiltinPair(t *testing.T) {
 	require.Contains(t, terminal, "pair.completed · reason approved")
 	require.NoError(t, waitJS(ctx, `document.querySelector('#pairs .pair-item.current .state')?.textContent === 'completed'`))
 	shot(t, ctx, "3-completed.png")
-	if os.Getenv("SPICE_ORCH_UPDATE_SCREENSHOT") != "" {
-		b, err := os.ReadFile(filepath.Join(outDir(t), "3-completed.png"))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(outDir(t), "..", "..", "docs", "serve.png"), b, 0o644))
-	}
 
 	// A second pair, cancelled from the page.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/")))
