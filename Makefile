@@ -16,7 +16,7 @@ BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSched
 # Resume from a recorded run boundary, beside the same pair played fresh.
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkResumeFromBoundary|BenchmarkResumeFreshPair
 
-.PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf
+.PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf screenshots
 
 ## test: formatting, vet, the architecture tests, the Python plugin
 ## fixture's venv and generated-code check, then every test with -race.
@@ -173,3 +173,8 @@ buf: $(if $(shell command -v npm),$(BUF_NPM))
 	cd plugins && $(BUF) generate -o "$$tmp" && \
 	if ! diff -r -x doc.go "$$tmp/pluginpb" pluginpb; then \
 		echo "plugins/pluginpb is stale: run 'cd plugins && $(BUF) generate' and commit"; exit 1; fi
+
+## screenshots: docs/serve-completed.png and docs/serve-failed.png, drawn
+## by Chromium from a real serve (the browser test that takes them).
+screenshots:
+	SPICE_ORCH_SCREENSHOTS=1 $(GO) test -count=1 -run '^TestS2_BrowserScreenshotsOfACompletedAndAFailingPair$$' ./cmd/spice-orch/internal/cli/

@@ -69,6 +69,8 @@ type Built struct {
 	Config *orchestrator.Config
 	// Close, if set, is called once the pair has ended.
 	Close func()
+	// Name is the spec's name, shown in lists and searched.
+	Name string
 }
 
 // BuildFunc turns a submission into a pair config. A mistake in the
@@ -138,6 +140,13 @@ type Config struct {
 	// in encoded bytes: the oldest are let go until the rest fit. 0 means
 	// DefaultRetainBytes.
 	RetainBytes int64
+	// KeepWorkspaces and KeepWorkspaceAge bound the workspaces of ended
+	// pairs kept under DataDir/workspaces: after a pair ends, all but
+	// the newest KeepWorkspaces are removed, and any older than
+	// KeepWorkspaceAge. 0 means no bound of that kind; both 0 keep every
+	// workspace.
+	KeepWorkspaces   int
+	KeepWorkspaceAge time.Duration
 
 	// NewPairID names a new pair; nil means "pair-YYYYMMDD-HHMMSS-<8 hex>".
 	NewPairID func() (string, error)
@@ -226,6 +235,12 @@ func (c *Config) normalize() error {
 	}
 	if c.RetainBytes < 0 || c.RetainBytes > MaxRetainBytes {
 		return bound.Malformedf("server.retain_bytes", "must be between 1 and 1 TiB")
+	}
+	if c.KeepWorkspaces < 0 || c.KeepWorkspaces > MaxRetain {
+		return bound.Count("server.keep_workspaces", c.KeepWorkspaces, MaxRetain)
+	}
+	if c.KeepWorkspaceAge < 0 {
+		return bound.Malformedf("server.keep_workspace_age", "must not be negative")
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

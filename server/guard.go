@@ -47,7 +47,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if s.cfg.Token != "" && !s.authorized(r) {
 			switch {
-			case r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/"):
+			case r.URL.Path == "/login" || r.URL.Path == "/favicon.ico" || strings.HasPrefix(r.URL.Path, "/assets/"):
 			case strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/metrics":
 				refuse(w, rc)
 				h.Set("WWW-Authenticate", `Bearer realm="spice-orch"`)
@@ -149,4 +149,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// logout serves POST /logout: the session cookie is cleared, and the
+// browser goes back to the login page (or the page, without a token).
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	if s.cfg.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/login?out=1", http.StatusSeeOther)
 }

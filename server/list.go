@@ -22,6 +22,8 @@ const (
 // summaryView is one pair in GET /v1/pairs.
 type summaryView struct {
 	ID      string     `json:"id"`
+	Name    string     `json:"name,omitempty"`
+	Task    string     `json:"task,omitempty"`
 	State   string     `json:"state"`
 	Reason  string     `json:"reason,omitempty"`
 	Workers []string   `json:"workers"`
@@ -34,9 +36,14 @@ type summaryView struct {
 
 var states = []string{"queued", "running", "completed", "failed", "cancelled", "interrupted"}
 
-// listPairs serves GET /v1/pairs?state=&limit=&cursor=: newest first. The
-// pairs this server keeps in memory come with the ones the store recorded
-// (the newest store.MaxListLimit of them); the cursor is opaque.
+// MaxQueryBytes bounds the search text of GET /v1/pairs?q=.
+const MaxQueryBytes = 256
+
+// listPairs serves GET /v1/pairs?state=&reason=&q=&limit=&cursor=: newest
+// first. The pairs this server keeps in memory come with the ones the
+// store recorded (the newest store.MaxListLimit of them); the cursor is
+// opaque. q keeps the pairs whose ID, spec name or task contains it,
+// case-insensitively; reason those that ended for it.
 func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
@@ -45,6 +52,19 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 			Message: "state: must be one of " + strings.Join(states, ", ")})
 		return
 	}
+	reason := q.Get("reason")
+	if len(reason) > MaxQueryBytes {
+		writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "reason",
+			Message: "reason: at most " + strconv.Itoa(MaxQueryBytes) + " bytes"})
+		return
+	}
+	search := q.Get("q")
+	if len(search) > MaxQueryBytes {
+		writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "q",
+			Message: "q: at most " + strconv.Itoa(MaxQueryBytes) + " bytes"})
+		return
+	}
+	search = strings.ToLower(search)
 	limit := DefaultPageSize
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -91,7 +111,7 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 	// Without a cursor the first page needs no more of the store than a
 	// page beyond what memory holds; a cursor may point anywhere.
 	n := store.MaxListLimit
-	if after == nil && state == "" {
+	if after == nil && state == "" && reason == "" && search == "" {
 		n = min(n, limit+len(mem)+1)
 	}
 	recorded, err := s.cfg.Store.ListPairs(r.Context(), store.ListOptions{Limit: n})
@@ -118,7 +138,15 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 	page := make([]summaryView, 0, limit)
 	var next string
 	for _, v := range all {
-		if state != "" && v.State != state {
+		if state != "" && v.State != state || reason != "" && v.Reason != reason {
+			continue
+		}
+		if search != "" || len(page) < limit {
+			m := s.readMeta(v.ID)
+			v.Name, v.Task = m.Name, m.Task
+		}
+		if search != "" && !strings.Contains(strings.ToLower(v.ID), search) &&
+			!strings.Contains(strings.ToLower(v.Name), search) && !strings.Contains(strings.ToLower(v.Task), search) {
 			continue
 		}
 		if after != nil && newestFirst(v, *after) <= 0 {

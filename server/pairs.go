@@ -109,6 +109,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
 		return
 	}
+	s.writeMeta(pairID, pairMeta{Name: built.Name, Task: task})
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.

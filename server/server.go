@@ -102,6 +102,8 @@ func (s *Server) table() []route {
 		{"GET", "/assets/{file}", false, s.asset},
 		{"GET", "/login", false, s.loginPage},
 		{"POST", "/login", false, s.login},
+		{"POST", "/logout", false, s.logout},
+		{"GET", "/favicon.ico", false, s.favicon},
 	}
 	if s.cfg.Metrics != nil {
 		r = append(r, route{"GET", "/metrics", false, s.cfg.Metrics.ServeHTTP})
@@ -198,6 +200,8 @@ func (s *Server) follow(e *entry, built Built) {
 		s.settle(e.id) // the terminal is in the store
 	}
 	e.final = info
+	// Before the feed closes, so a stream's end follows the pruning.
+	s.pruneWorkspaces(e.id)
 	e.feed.close()
 	if built.Close != nil {
 		built.Close()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"embed"
 	"io/fs"
 	"net/http"
@@ -39,8 +40,31 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	serveFile(w, "index.html", "text/html; charset=utf-8")
 }
 
+// loginPage serves the login form; after a refused token (the redirect
+// of login carries failed=1) it says so, and after a logout that the
+// session ended. The page has no script: the server shows the message.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	serveFile(w, "login.html", "text/html; charset=utf-8")
+	b, err := fs.ReadFile(uiFS, "ui/login.html")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	switch {
+	case q.Has("failed"):
+		b = bytes.Replace(b, []byte(`<p id="login-error" class="error" role="alert" hidden>`), []byte(`<p id="login-error" class="error" role="alert">`), 1)
+	case q.Has("out"):
+		b = bytes.Replace(b, []byte(`<p id="login-out" class="notice" hidden>`), []byte(`<p id="login-out" class="notice">`), 1)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+// favicon serves GET /favicon.ico, which browsers ask for on every load:
+// the page's icon, an SVG.
+func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {
+	serveFile(w, "favicon.svg", "image/svg+xml")
 }
 
 // asset serves GET /assets/{file}: only the files the UI ships.

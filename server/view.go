@@ -13,6 +13,8 @@ import (
 // pairView is the API's pair resource.
 type pairView struct {
 	ID        string       `json:"id"`
+	Name      string       `json:"name,omitempty"`
+	Task      string       `json:"task,omitempty"`
 	State     string       `json:"state"`
 	Reason    string       `json:"reason,omitempty"`
 	Limit     string       `json:"limit,omitempty"`
@@ -72,6 +74,8 @@ func linksOf(pairID string) links {
 // is store.ErrNotFound.
 func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) {
 	v := pairView{ID: pairID, Workers: []workerView{}, Links: linksOf(pairID)}
+	m := s.readMeta(pairID)
+	v.Name, v.Task = m.Name, m.Task
 	var info scheduler.Info
 	var inMemory bool
 	e := s.lookup(pairID)

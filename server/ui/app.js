@@ -34,7 +34,16 @@ async function api(method, path, body, type) {
     opts.body = body;
     opts.headers["Content-Type"] = type;
   }
-  const r = await fetch(path, opts);
+  // A server that is down, or a dropped connection, is an answer too: the
+  // page says so and retries, instead of throwing into the console.
+  let r;
+  try {
+    r = await fetch(path, opts);
+  } catch (_) {
+    $("offline").hidden = false;
+    return { status: 0, data: null };
+  }
+  $("offline").hidden = true;
   let data = null;
   try { data = await r.json(); } catch (_) { data = null; }
   return { status: r.status, data };
@@ -89,18 +98,60 @@ async function startPair(ev) {
 
 let autoOpened = false;
 
+// The list shows the first page, refreshed every two seconds, and the
+// pages "More" fetched after it, with the API's filters.
+const list = { next: "", more: [] };
+
+function listQuery() {
+  const q = new URLSearchParams();
+  const search = $("search").value.trim();
+  if (search) q.set("q", search);
+  if ($("filter-state").value) q.set("state", $("filter-state").value);
+  const reason = $("filter-reason").value.trim();
+  if (reason) q.set("reason", reason);
+  q.set("limit", "50");
+  return q;
+}
+
+function filtered() {
+  return $("search").value.trim() !== "" || $("filter-state").value !== "" || $("filter-reason").value.trim() !== "";
+}
+
 async function refreshPairs() {
-  const { status, data } = await api("GET", "/v1/pairs?limit=50");
+  const { status, data } = await api("GET", "/v1/pairs?" + listQuery());
   if (status !== 200 || !data) return;
-  // Opened without a pair in the address: show the newest live one.
-  if (!autoOpened && !view && !location.hash) {
+  // Opened without a pair in the address: show the newest live one, else
+  // the newest one (the demo pair, once it has ended).
+  if (!autoOpened && !view && !location.hash && !filtered()) {
     autoOpened = true;
-    const live = data.pairs.find((p) => p.state === "running" || p.state === "queued");
+    const live = data.pairs.find((p) => p.state === "running" || p.state === "queued") || data.pairs[0];
     if (live) location.hash = "#/pairs/" + encodeURIComponent(live.id);
   }
+  if (list.more.length === 0) list.next = data.next_cursor || "";
+  drawPairs(data.pairs.concat(list.more.filter((p) => !data.pairs.some((q) => q.id === p.id))));
+}
+
+async function morePairs() {
+  if (!list.next) return;
+  const q = listQuery();
+  q.set("cursor", list.next);
+  const { status, data } = await api("GET", "/v1/pairs?" + q);
+  if (status !== 200 || !data) return;
+  list.more = list.more.concat(data.pairs);
+  list.next = data.next_cursor || "";
+  refreshPairs();
+}
+
+function resetList() {
+  list.more = [];
+  list.next = "";
+  refreshPairs();
+}
+
+function drawPairs(pairs) {
   const ul = $("pairs");
   ul.textContent = "";
-  for (const p of data.pairs) {
+  for (const p of pairs) {
     const li = el("li", "pair-item");
     li.dataset.id = p.id;
     const a = el("a", null, p.id);
@@ -108,9 +159,30 @@ async function refreshPairs() {
     li.appendChild(a);
     li.appendChild(el("span", "state state-" + p.state, p.state));
     if (p.reason) li.appendChild(el("span", "reason", p.reason));
+    // The columns of `runs list`: name, start, duration, workers.
+    const cols = [p.name || "", p.started ? clock(p.started) : "", p.started && p.ended ? duration(Date.parse(p.ended) - Date.parse(p.started)) : "", (p.workers || []).join(", ")];
+    li.appendChild(el("span", "cols", cols.filter((c) => c).join(" · ")));
+    if (p.task) li.appendChild(el("span", "task", "task: " + p.task));
     if (view && view.id === p.id) li.classList.add("current");
     ul.appendChild(li);
   }
+  $("more").hidden = !list.next;
+}
+
+// clock shows an RFC 3339 time as the browser's local date and time.
+function clock(t) {
+  const d = new Date(t);
+  return isNaN(d) ? String(t) : d.toLocaleString();
+}
+
+// duration shows milliseconds as 850ms, 2.4s, 3m05s or 1h02m.
+function duration(ms) {
+  if (!(ms >= 0)) return "";
+  if (ms < 1000) return Math.round(ms) + "ms";
+  if (ms < 60000) return (ms / 1000).toFixed(1) + "s";
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+  return Math.floor(s / 3600) + "h" + String(Math.floor(s / 60) % 60).padStart(2, "0") + "m";
 }
 
 // ---- the pair view ----
@@ -131,6 +203,11 @@ class PairView {
     this.ended = false;
     this.cancellable = false; // the server says it can cancel the pair
     this.es = null;
+    this.starts = new Map(); // run, operation or call ID -> [start ms, block]
+    this.spans = [];         // ended steps: {label, lane, start, end, node}
+    this.first = 0;          // the time of the first event, in ms
+    this.lastTime = 0;       // the time of the last event, in ms
+    this.drawTimer = 0;
   }
 
   open() {
@@ -140,6 +217,8 @@ class PairView {
     $("timeline").textContent = "";
     $("raw-json").textContent = "";
     $("pair-notice").textContent = "";
+    for (const id of ["pair-name", "pair-task", "pair-time", "slowest"]) $(id).textContent = "";
+    $("waterfall").textContent = "";
     for (const i of [0, 1]) {
       const h = $("lane-head-" + i);
       h.querySelector(".lane-name").textContent = "";
@@ -161,6 +240,13 @@ class PairView {
     if (status === 200 && data) {
       this.cancellable = data.cancellable === true;
       this.setState(data.state, data.reason || "");
+      $("pair-name").textContent = visible(data.name || "");
+      $("pair-task").textContent = visible(data.task || "(the spec's task)");
+      if (data.started) {
+        $("pair-time").textContent = "started " + clock(data.started) +
+          (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
+      }
+      if (data.state === "interrupted") this.interrupted();
       (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
     } else if (status === 404) {
       this.setState("unknown", "");
@@ -188,6 +274,7 @@ class PairView {
     es.addEventListener("end", (m) => {
       es.close();
       this.ended = true;
+      this.finish();
       let d = {};
       try { d = JSON.parse(m.data); } catch (_) { /* keep {} */ }
       this.fetchState();
@@ -215,6 +302,12 @@ class PairView {
     this.last = e.seq;
     this.seqs.push(e.seq);
     this.raw.set(e.seq, text);
+    const at = Date.parse(e.time);
+    if (at >= 0) {
+      if (!this.first) this.first = at;
+      this.lastTime = at;
+    }
+    this.at = at;
     document.body.dataset.lastSeq = String(e.seq);
     this.render(e);
   }
@@ -294,6 +387,7 @@ class PairView {
           (p.problem ? " · " + p.problem.code + (p.problem.message ? ": " + p.problem.message : "") : ""));
         this.place(n, -1, e.seq);
         this.setState(e.kind.slice(5), p.reason || "");
+        this.terminal = true;
         return;
       }
     }
@@ -310,30 +404,29 @@ class PairView {
     switch (e.kind) {
       case "run.started":
         t.runs++;
-        this.place(el("div", "block run", "run " + shortID(q.run_id) + " · " + (q.model || "")), i, e.seq);
+        this.begin(q.run_id, this.place(el("div", "block run", "run " + shortID(q.run_id) + " · " + (q.model || "")), i, e.seq));
         break;
       case "turn.started":
         t.turns++;
         this.place(el("div", "block turn", "turn " + q.index), i, e.seq);
         break;
       case "model.started": {
-        const n = el("div", "block text streaming");
-        n.appendChild(el("span", "text-body", ""));
+        const n = textBlock();
         this.texts.set(q.operation_id, n);
         this.place(n, i, e.seq);
+        this.begin(q.operation_id, n);
         break;
       }
       case "model.text_delta": {
         let n = this.texts.get(q.operation_id);
         if (!n) {
-          n = el("div", "block text streaming");
-          n.appendChild(el("span", "text-body", ""));
+          n = textBlock();
           this.texts.set(q.operation_id, n);
           this.place(n, i, e.seq);
         } else {
           this.addSeq(n, e.seq);
         }
-        n.querySelector(".text-body").textContent += visible(q.text || "");
+        appendText(n, visible(q.text || ""));
         break;
       }
       case "model.completed":
@@ -349,9 +442,10 @@ class PairView {
           this.addSeq(n, e.seq);
           const body = n.querySelector(".text-body");
           if (!body.textContent) n.classList.add("silent");
-          n.appendChild(el("span", "meta", e.kind === "model.completed"
+          const meta = n.appendChild(el("span", "meta", e.kind === "model.completed"
             ? (q.input_tokens || 0) + " in / " + (q.output_tokens || 0) + " out tokens" + (q.tool_calls ? " · " + q.tool_calls + " tool calls" : "")
             : e.kind.slice(6) + (q.problem ? ": " + q.problem.code : "")));
+          this.end(q.operation_id, meta, "model " + worker, i);
         }
         break;
       }
@@ -370,6 +464,7 @@ class PairView {
         d.appendChild(body);
         this.tools.set(q.call_id, d);
         this.place(d, i, e.seq);
+        this.begin(q.call_id, d, s);
         break;
       }
       case "tool.progress":
@@ -382,6 +477,7 @@ class PairView {
         if (e.kind === "tool.progress") break;
         const status = d.querySelector(".tool-status");
         status.textContent = e.kind.slice(5);
+        this.end(q.call_id, status, "tool " + (d.querySelector(".tool-name").textContent), i);
         d.classList.add(e.kind.replace(".", "-"));
         if (q.outcome === "uncertain") {
           d.classList.add("uncertain");
@@ -396,11 +492,11 @@ class PairView {
         break;
       }
       case "run.completed":
-        this.place(el("div", "block run-end", "run completed · " + q.turns + " turns · " + ((q.input_tokens || 0) + (q.output_tokens || 0)) + " tokens"), i, e.seq);
+        this.end(q.run_id, this.place(el("div", "block run-end", "run completed · " + q.turns + " turns · " + ((q.input_tokens || 0) + (q.output_tokens || 0)) + " tokens"), i, e.seq), "run " + shortID(q.run_id), i);
         break;
       case "run.failed":
       case "run.cancelled":
-        this.place(el("div", "block run-end " + e.kind.replace(".", "-"), e.kind + (q.problem ? " · " + q.problem.code : "")), i, e.seq);
+        this.end(q.run_id, this.place(el("div", "block run-end " + e.kind.replace(".", "-"), e.kind + (q.problem ? " · " + q.problem.code : "")), i, e.seq), "run " + shortID(q.run_id), i);
         break;
       case "turn.completed":
       case "turn.failed":
@@ -412,6 +508,122 @@ class PairView {
     }
     this.showTotals(i);
   }
+}
+
+// Timing. Every event carries the time it was recorded; a run, model
+// operation or tool call lasts from its start event to its end event.
+PairView.prototype.begin = function (key, node, where) {
+  if (key && this.at >= 0) {
+    this.starts.set(key, [this.at, node]);
+    (where || node).appendChild(el("span", "dur start", "at +" + duration(this.at - this.first)));
+  }
+};
+
+PairView.prototype.end = function (key, where, label, lane) {
+  const s = this.starts.get(key);
+  if (!s || !(this.at >= 0)) return;
+  this.starts.delete(key);
+  const ms = this.at - s[0];
+  where.appendChild(el("span", "dur took", "took " + duration(ms)));
+  this.spans.push({ label, lane, start: s[0], end: this.at, node: s[1] });
+  if (!this.drawTimer) this.drawTimer = setTimeout(() => { this.drawTimer = 0; this.drawWaterfall(); }, 500);
+};
+
+// drawWaterfall draws every ended step on one time axis, the slowest
+// marked in it and in the timeline.
+PairView.prototype.drawWaterfall = function () {
+  if (view !== this) return;
+  const box = $("waterfall");
+  box.textContent = "";
+  const from = this.first, span = Math.max(1, this.lastTime - this.first);
+  let slow = null;
+  // A run lasts as long as its steps together: the slowest is a step.
+  for (const x of this.spans) {
+    if (!x.label.startsWith("run ") && (!slow || x.end - x.start > slow.end - slow.start)) slow = x;
+  }
+  document.querySelectorAll("#timeline .slowest").forEach((n) => n.classList.remove("slowest"));
+  for (const x of this.spans) {
+    const row = el("div", "wf-row lane-" + x.lane + (x === slow ? " slowest" : ""));
+    row.appendChild(el("span", "wf-label", x.label));
+    const track = el("span", "wf-track");
+    const bar = el("span", "wf-bar");
+    bar.style.left = ((x.start - from) / span * 100) + "%";
+    bar.style.width = ((x.end - x.start) / span * 100) + "%";
+    track.appendChild(bar);
+    row.appendChild(track);
+    row.appendChild(el("span", "wf-dur", duration(x.end - x.start)));
+    row.addEventListener("click", () => { x.node.scrollIntoView({ block: "center" }); this.showRaw(x.node); });
+    box.appendChild(row);
+  }
+  if (slow) {
+    slow.node.classList.add("slowest");
+    $("slowest").textContent = visible("· slowest: " + slow.label + ", " + duration(slow.end - slow.start));
+  }
+};
+
+// finish runs when the stream ends: a step that never ended has no
+// caret any more, and a pair without a terminal event is marked.
+PairView.prototype.finish = function () {
+  if (this.drawTimer) { clearTimeout(this.drawTimer); this.drawTimer = 0; }
+  this.drawWaterfall();
+  for (const n of this.texts.values()) {
+    if (n.classList.contains("streaming")) {
+      n.classList.remove("streaming");
+      n.classList.add("cut");
+    }
+  }
+  if (!this.terminal) this.interrupted();
+};
+
+PairView.prototype.interrupted = function () {
+  if (this.marked) return;
+  this.marked = true;
+  for (const n of this.texts.values()) n.classList.remove("streaming");
+  this.place(el("div", "block terminal interrupted-marker", "interrupted · the pair stopped without a terminal event (its server ended)"), -1, this.last);
+};
+
+// shownText is how much of an answer a block shows until "show all" is
+// clicked: laying out megabytes of text on every frame would make a long
+// pair slow to draw.
+const shownText = 8192;
+
+// appendText adds text to a model operation's block, to its one Text node
+// while the block shows less than shownText, else to what "show all" adds.
+function appendText(n, t) {
+  const node = n.firstChild.firstChild;
+  if (n.rest === undefined && node.length + t.length <= shownText) {
+    node.appendData(t);
+    return;
+  }
+  if (n.rest === undefined) {
+    const room = Math.max(0, shownText - node.length);
+    node.appendData(t.slice(0, room));
+    n.rest = [t.slice(room)];
+    n.restLen = t.length - room;
+    const more = el("button", "show-all", "");
+    more.type = "button";
+    more.addEventListener("click", (ev) => {
+      ev.stopPropagation();
+      node.appendData(n.rest.join(""));
+      n.rest = undefined;
+      more.remove();
+    });
+    n.insertBefore(more, n.firstChild.nextSibling);
+    n.more = more;
+  } else {
+    n.rest.push(t);
+    n.restLen += t.length;
+  }
+  n.more.textContent = "show all (" + n.restLen + " more characters)";
+}
+
+// textBlock is a model operation's block: its text lives in one Text node.
+function textBlock() {
+  const n = el("div", "block text streaming");
+  const body = el("span", "text-body");
+  body.appendChild(document.createTextNode(""));
+  n.appendChild(body);
+  return n;
 }
 
 function newTotals() { return { runs: 0, turns: 0, input: 0, output: 0, tools: 0 }; }
@@ -465,6 +677,12 @@ document.addEventListener("DOMContentLoaded", () => {
     if (v !== "") $("spec").value = examples[Number(v)].spec;
   });
   $("cancel").addEventListener("click", cancelPair);
+  $("more").addEventListener("click", morePairs);
+  $("filter").addEventListener("submit", (ev) => { ev.preventDefault(); resetList(); });
+  let typing = 0;
+  $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(resetList, 250); });
+  $("filter-reason").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(resetList, 250); });
+  $("filter-state").addEventListener("change", resetList);
   window.addEventListener("hashchange", route);
   loadExamples();
   refreshPairs();

@@ -43,6 +43,8 @@ type serveFlags struct {
 	// default).
 	approve        string
 	approveTimeout time.Duration
+	keepPairs   int
+	keepFor     time.Duration
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -136,6 +138,8 @@ starts one at start-up.`,
 	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
 	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
+	fl.IntVar(&f.keepPairs, "keep-workspaces", 0, "keep the workspaces of the newest N ended pairs, removing older ones (0: no count bound)")
+	fl.DurationVar(&f.keepFor, "keep-workspaces-for", 0, "remove an ended pair's workspace once it is older than this, e.g. 168h (0: no age bound)")
 	return cmd
 }
 
@@ -145,6 +149,12 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	}
 	if f.pace < 0 || f.pace > time.Minute {
 		return usageErr(errors.New("--pace must be between 0 and 1m"))
+	}
+	if f.keepPairs < 0 || f.keepPairs > server.MaxRetain {
+		return usageErr(fmt.Errorf("--keep-workspaces must be between 0 and %d", server.MaxRetain))
+	}
+	if f.keepFor < 0 {
+		return usageErr(errors.New("--keep-workspaces-for must not be negative"))
 	}
 	if f.maxConns < 1 {
 		return usageErr(errors.New("--max-conns must be at least 1"))
@@ -214,6 +224,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
 		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
+		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor,
 	}
 	if tel != nil {
 		if err := tel.observeScheduler(sched); err != nil {

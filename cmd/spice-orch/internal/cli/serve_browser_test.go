@@ -59,6 +59,21 @@ type testServer struct {
 	gates []*browserGate
 	done  chan error
 	stop  context.CancelFunc
+	down  chan struct{} // closed once stopped finds serve ended
+}
+
+// stopped waits until serve, stopped with ts.stop, has ended.
+func (ts *testServer) stopped(t *testing.T) chan struct{} {
+	t.Helper()
+	ts.down = make(chan struct{})
+	select {
+	case err := <-ts.done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute")
+	}
+	close(ts.down)
+	return ts.down
 }
 
 func startTestServer(t *testing.T, gates ...*browserGate) *testServer {
@@ -67,6 +82,12 @@ func startTestServer(t *testing.T, gates ...*browserGate) *testServer {
 }
 
 func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
+	t.Helper()
+	return startTestServerWith(t, nil, wrap, gates...)
+}
+
+// startTestServerWith is startTestServerHooks with flags changed by mod.
+func startTestServerWith(t *testing.T, mod func(*serveFlags), wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	ts := &testServer{gates: gates, done: make(chan error, 1), dir: dir}
@@ -89,6 +110,9 @@ func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Ob
 	}
 	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
 		pairs: 4, queue: 16, maxConns: 64, pace: 0}
+	if mod != nil {
+		mod(&f)
+	}
 	go func() {
 		ts.done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
 	}()
@@ -100,6 +124,10 @@ func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Ob
 		t.Fatal("serve did not listen within a minute")
 	}
 	t.Cleanup(func() {
+		if ts.down != nil {
+			<-ts.down
+			return
+		}
 		for _, g := range gates {
 			g.open()
 		}
@@ -248,11 +276,6 @@ func TestS2_BrowserWatchesTheBuiltinPair(t *testing.T) {
 	require.Contains(t, terminal, "pair.completed · reason approved")
 	require.NoError(t, waitJS(ctx, `document.querySelector('#pairs .pair-item.current .state')?.textContent === 'completed'`))
 	shot(t, ctx, "3-completed.png")
-	if os.Getenv("SPICE_ORCH_UPDATE_SCREENSHOT") != "" {
-		b, err := os.ReadFile(filepath.Join(outDir(t), "3-completed.png"))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(outDir(t), "..", "..", "docs", "serve.png"), b, 0o644))
-	}
 
 	// A second pair, cancelled from the page.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/")))

@@ -134,7 +134,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.built != nil {
 		b.built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn}, nil
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name}, nil
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.

@@ -182,7 +182,9 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 		return err
 	}))
 	for _, f := range files {
-		ok := strings.HasPrefix(f, "runs.db") || strings.HasPrefix(f, filepath.Join("data", "workspaces", created.ID)+string(filepath.Separator))
+		// The server keeps the pair's name and task in data/meta.
+		ok := strings.HasPrefix(f, "runs.db") || strings.HasPrefix(f, filepath.Join("data", "workspaces", created.ID)+string(filepath.Separator)) ||
+			f == filepath.Join("data", "meta", created.ID+".json")
 		require.True(t, ok, "unexpected file %s", f)
 	}
 	require.True(t, slices.Contains(files, filepath.Join("data", "workspaces", created.ID, "draft.md")), files)
