@@ -43,8 +43,8 @@ type serveFlags struct {
 	// default).
 	approve        string
 	approveTimeout time.Duration
-	keepPairs   int
-	keepFor     time.Duration
+	keepPairs      int
+	keepFor        time.Duration
 }
 
 // serveHooks are what tests add to a server: observers of every pair
