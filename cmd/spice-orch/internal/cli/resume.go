@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spice-orch/spice-orch/plugins/host"
 	"os"
 	"path/filepath"
 	"time"
@@ -195,6 +196,9 @@ func resumePair(ctx context.Context, env Env, f *runsFlags, pairID string, accep
 				render.Field(r.Spec), sum[:12], r.SpecSHA256[:min(12, len(r.SpecSHA256))]))
 		}
 		args = []string{r.Spec}
+		if err := pluginsUnchanged(pairID, r.Spec); err != nil {
+			return err
+		}
 		if s, err = loadSpec(args); err != nil {
 			return err
 		}
@@ -301,6 +305,24 @@ func logLines(ctx context.Context, st *store.Store, log string) ([][]byte, error
 		out = append(out, bytes.Clone(sc.Bytes()))
 	}
 	return out, sc.Err()
+}
+
+// pluginsUnchanged refuses, as the typed plugin_digest_changed, a spec
+// whose plugin files no longer hash to the pins the pair ran with: the
+// spec file is unchanged (its digest was checked), so its pins are the
+// recorded ones, and loading it would call the drift a usage mistake.
+func pluginsUnchanged(pairID, path string) error {
+	s, err := spec.DecodeFile(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	for _, p := range s.Plugins {
+		got, err := host.DigestFiles(p.Path, p.Root, p.Files)
+		if err != nil || got != p.SHA256 {
+			return resumeRefused(pairID, &orchestrator.ResumeError{Reason: orchestrator.ReasonPluginChanged, Tool: p.Path})
+		}
+	}
+	return nil
 }
 
 // checkPlugins refuses a pair whose plugins no longer have the digests
