@@ -15,6 +15,8 @@ BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineC
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds
 # Resume from a recorded run boundary, beside the same pair played fresh.
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkResumeFromBoundary|BenchmarkResumeFreshPair
+# Pairs one serve process holds streaming at a model's pace.
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkServeStreamingCapacity
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf screenshots
 
