@@ -183,6 +183,7 @@ func setField(t *testing.T, ctx context.Context, id, value string) {
 const failingSpec = `version: 1
 name: failing-writer
 pattern: relay
+approve: never
 workers:
   - role: writer
     provider: scripted
