@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -193,4 +194,32 @@ func TestD2_KilledDuringAMutatingCallEndsUncertain(t *testing.T) {
 	require.Contains(t, st.Error, "c-reviewer")
 	_, tools := l.counts()
 	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 1}, tools, "the uncertain call ran again")
+}
+
+// TestD2_ResumeFromStoreWithoutALiveRecord: a job whose pair the store
+// does not hold (it was played on another machine) ends failed
+// interrupted, and one whose pair ended before its worker could say so
+// ends as its pair did; neither asks the model or runs a tool.
+func TestD2_ResumeFromStoreWithoutALiveRecord(t *testing.T) {
+	ctx := testCtx(t)
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "spice.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	l := newLoopback(t, "")
+	build := pairBuilder(st, l.srv.URL, tool.Unsafe)
+	resume := ResumeFromStore(st, build)
+
+	rep := resume(ctx, job.Job{ID: "elsewhere", Attempt: 2, Spec: []byte("Write.")})
+	require.Equal(t, job.Failed, rep.State)
+	require.Equal(t, job.ReasonInterrupted, rep.Reason)
+
+	ended := job.Job{ID: "ended", Attempt: 1, Spec: []byte("Write.")}
+	require.Equal(t, job.Completed, playPair(build)(ctx, ended).State)
+	models, tools := l.counts()
+	ended.Attempt = 2
+	rep = resume(ctx, ended)
+	require.Equal(t, job.Completed, rep.State, rep.Error)
+	m2, t2 := l.counts()
+	require.Equal(t, models, m2)
+	require.Equal(t, tools, t2)
 }
