@@ -22,12 +22,16 @@
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
 //     logging, JetStream storage in a directory of the caller's.
 //
-// A job delivered again after it started is not played again: until
-// pairs can resume from their recorded timeline, it ends failed with
-// reason job.ReasonInterrupted (D2: a pair is never re-run silently).
+// A job delivered again after it started is never played from its start
+// again (D2): the worker takes the new attempt by compare-and-swap and
+// hands the job to WorkerConfig.Resume, which continues the pair from its
+// recorded timeline; ResumeFromStore does so from a SQLite store that
+// the worker shares with the one that stopped answering. Without a
+// Resume, or a record, the job ends failed with reason
+// job.ReasonInterrupted.
 //
 // Every stream and bucket has explicit limits (messages, bytes, age, value
 // size), and publishing keeps a bounded number of acks in flight. The
-// package must not know how a spec becomes a pair: a worker's PlayFunc
-// does that.
+// package must not know how a spec becomes a pair: a worker's PlayFunc,
+// and the BuildFunc given to ResumeFromStore, do that.
 package jetstream

@@ -13,12 +13,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/store"
 )
 
 // Environment of a worker process: the test binary re-executed.
 const (
 	envURL  = "SPICE_JS_TEST_WORKER_URL"
 	envName = "SPICE_JS_TEST_WORKER_NAME"
+	// A pair worker: its store, the loopback server and the write
+	// tool's replay ("idempotent" or "unsafe").
+	envStore  = "SPICE_JS_TEST_WORKER_STORE"
+	envLoop   = "SPICE_JS_TEST_WORKER_LOOP"
+	envReplay = "SPICE_JS_TEST_WORKER_REPLAY"
+	// envNoResume leaves WorkerConfig.Resume nil, to show what the
+	// tests of D2 prove fails without it.
+	envNoResume = "SPICE_JS_TEST_WORKER_NO_RESUME"
 )
 
 func TestMain(m *testing.M) {
@@ -45,8 +55,26 @@ func workerMain(url, name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	cfg := WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}
+	if path := os.Getenv(envStore); path != "" {
+		st, err := store.Open(ctx, path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer st.Close()
+		replay := tool.Unsafe
+		if os.Getenv(envReplay) == "idempotent" {
+			replay = tool.Idempotent
+		}
+		build := pairBuilder(st, os.Getenv(envLoop), replay)
+		cfg.Play = playPair(build)
+		if os.Getenv(envNoResume) == "" {
+			cfg.Resume = ResumeFromStore(st, build)
+		}
+	}
 	fmt.Println("ready")
-	if err := b.Work(ctx, WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}); err != nil {
+	if err := b.Work(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

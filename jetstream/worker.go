@@ -29,6 +29,13 @@ type WorkerConfig struct {
 	// Drain bounds how long jobs in hand may run once Work's context is
 	// done; past it they are cancelled and handed back. 0 means AckWait.
 	Drain time.Duration
+	// Resume continues a job delivered again after it started: the
+	// worker that played it stopped answering, so its pair may have done
+	// anything. It must continue the pair from its recorded timeline and
+	// never re-run what may have taken effect; its report ends the job.
+	// nil means such a job is not played again: it ends failed with
+	// reason job.ReasonInterrupted.
+	Resume PlayFunc
 }
 
 // Work plays jobs until ctx is done, then drains: it stops fetching, lets
@@ -71,14 +78,14 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 	}()
 	var wg sync.WaitGroup
 	for range cfg.Pairs {
-		wg.Go(func() { b.slot(ctx, playCtx, cfg.Play) })
+		wg.Go(func() { b.slot(ctx, playCtx, cfg) })
 	}
 	wg.Wait()
 	return nil
 }
 
 // slot fetches and plays one job at a time until ctx is done.
-func (b *Backend) slot(ctx, playCtx context.Context, play PlayFunc) {
+func (b *Backend) slot(ctx, playCtx context.Context, cfg WorkerConfig) {
 	wait := min(b.cfg.AckWait, time.Second)
 	for ctx.Err() == nil {
 		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
@@ -97,14 +104,14 @@ func (b *Backend) slot(ctx, playCtx context.Context, play PlayFunc) {
 			continue
 		}
 		for msg := range batch.Messages() {
-			b.handle(playCtx, msg, play)
+			b.handle(playCtx, msg, cfg)
 		}
 	}
 }
 
 // handle claims a delivered job and plays it, or settles a delivery that
 // must not be played.
-func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, play PlayFunc) {
+func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, cfg WorkerConfig) {
 	jobID := msg.Headers().Get(nats.MsgIdHdr)
 	meta, err := msg.Metadata()
 	if jobID == "" || err != nil {
@@ -112,15 +119,22 @@ func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, play PlayFunc) 
 		return
 	}
 	attempt := int(meta.NumDelivered)
-	claimed := false
+	claimed, resumed := false, false
 	st, err := b.transition(ctx, jobID, func(st job.Status) (job.Status, bool) {
 		switch st.State {
 		case job.Queued:
-			claimed = true
+			claimed, resumed = true, false
 			st.State, st.Attempt, st.Started = job.Running, attempt, time.Now().UTC()
 		case job.Running:
 			// Delivered again after it started: its pair may have
-			// done anything, so it is not played again.
+			// done anything, so it is resumed from its record, or
+			// not played again. Taking the attempt keeps the worker
+			// that stopped answering from ending the job.
+			claimed, resumed = true, cfg.Resume != nil
+			if resumed {
+				st.Attempt = attempt
+				break
+			}
 			claimed = false
 			st.State, st.Attempt, st.Reason, st.Ended = job.Failed, attempt, job.ReasonInterrupted, time.Now().UTC()
 			st.Error = "the worker playing the job stopped answering"
@@ -140,6 +154,10 @@ func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, play PlayFunc) 
 	if !claimed || st.State != job.Running {
 		_ = msg.DoubleAck(ctx)
 		return
+	}
+	play := cfg.Play
+	if resumed {
+		play = cfg.Resume
 	}
 	rep := b.play(ctx, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
 	if rep.State == job.Cancelled && ctx.Err() != nil {

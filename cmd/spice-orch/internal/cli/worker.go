@@ -41,8 +41,14 @@ it, and record its terminal state. Each pair gets its own workspace under
 --data-dir and is recorded in the local store.
 
 A job is held with heartbeats while it plays. If this worker dies, the
-job is delivered to another worker after the ack wait; a job that had
-started then ends failed with reason "interrupted" and is never re-run.
+job is delivered to another worker after the ack wait, which resumes the
+pair from its recorded timeline when it finds it in its store (workers on
+one machine sharing one --store): from the last completed run, without
+asking a model again for a recorded answer. A mutating tool call that
+started without a recorded outcome is never run again: the job ends
+failed with reason "uncertain_tool_call", naming the call; a call to a
+tool declared idempotent runs again. A worker whose store does not hold
+the pair (another machine) ends the job failed with reason "interrupted".
 
 On SIGTERM or SIGINT the worker stops fetching, lets the pairs it holds
 finish within --drain, cancels the rest and hands them back.`,
@@ -118,12 +124,24 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	play := func(ctx context.Context, j job.Job) job.Report {
 		return playJob(ctx, bld, filepath.Join(dataDir, "workspaces"), j)
 	}
-	if err := b.Work(ctx, jetstream.WorkerConfig{Pairs: f.pairs, Play: play, Drain: f.drain}); err != nil {
+	// A job delivered again after it started is resumed from this
+	// store's record of its pair, built again as play built it.
+	resume := jetstream.ResumeFromStore(st, func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
+		built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: filepath.Join(dataDir, "workspaces", j.ID),
+			Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
+		if err != nil {
+			return orchestrator.Config{}, nil, err
+		}
+		return *built.Config, built.Close, nil
+	})
+	if err := b.Work(ctx, jetstream.WorkerConfig{Pairs: f.pairs, Play: play, Resume: resume, Drain: f.drain}); err != nil {
 		return failed(err)
 	}
 	fmt.Fprintln(env.Stdout, "spice-orch worker: drained")
 	return nil
 }
+
+var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
 
 // playJob builds the job's pair from its spec and plays it to its end.
 func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) job.Report {
@@ -134,7 +152,7 @@ func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) jo
 		return rep
 	}
 	built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
-		ContentType: "application/yaml", Timeline: eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })})
+		ContentType: "application/yaml", Timeline: discard})
 	if err != nil {
 		rep.Reason, rep.Error = "spec_refused", err.Error()
 		return rep
@@ -143,6 +161,11 @@ func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) jo
 		defer built.Close()
 	}
 	pair, err := orchestrator.Run(ctx, *built.Config)
+	return pairReport(ctx, rep, pair, err)
+}
+
+// pairReport reports how a started pair ended.
+func pairReport(ctx context.Context, rep job.Report, pair *orchestrator.Pair, err error) job.Report {
 	if err != nil {
 		rep.Reason, rep.Error = "refused", err.Error()
 		if ctx.Err() != nil {
@@ -150,15 +173,5 @@ func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) jo
 		}
 		return rep
 	}
-	res, err := pair.Wait(context.Background())
-	rep.Reason = res.Reason.String()
-	switch {
-	case err == nil:
-		rep.State = job.Completed
-	case res.Reason == orchestrator.ReasonCancelled:
-		rep.State, rep.Error = job.Cancelled, err.Error()
-	default:
-		rep.Error = err.Error()
-	}
-	return rep
+	return jetstream.PairReport(rep, pair)
 }
