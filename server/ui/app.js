@@ -208,6 +208,8 @@ class PairView {
     this.first = 0;          // the time of the first event, in ms
     this.lastTime = 0;       // the time of the last event, in ms
     this.drawTimer = 0;
+    this.asking = 0;         // the timer that polls pending questions
+    this.calls = new Map();  // call_id -> arguments, from pair.model_output
   }
 
   open() {
@@ -223,6 +225,9 @@ class PairView {
       const h = $("lane-head-" + i);
       h.querySelector(".lane-name").textContent = "";
       h.querySelector(".totals").textContent = "";
+      const q = h.querySelector(".pending-question");
+      q.textContent = "";
+      q.hidden = true;
     }
     this.setState("…", "");
     this.fetchState();
@@ -232,6 +237,8 @@ class PairView {
   close() {
     if (this.es) this.es.close();
     this.es = null;
+    clearTimeout(this.asking);
+    this.asking = 0;
   }
 
   async fetchState() {
@@ -248,6 +255,9 @@ class PairView {
       }
       if (data.state === "interrupted") this.interrupted();
       (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
+      const live = data.state === "queued" || data.state === "running";
+      if (live || data.waiting > 0) this.pollQuestions();
+      else this.showQuestions([]);
     } else if (status === 404) {
       this.setState("unknown", "");
       $("pair-notice").textContent = "No such pair.";
@@ -689,3 +699,81 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(refreshPairs, 2000);
   route();
 });
+
+// ---- questions waiting for an answer ----
+
+// pollQuestions asks for the pair's pending questions now and every
+// second while the pair is live: a question can appear at any moment,
+// also one that a restarted server brought back.
+PairView.prototype.pollQuestions = function () {
+  if (this.asking || view !== this) return;
+  const tick = async () => {
+    const { status, data } = await api("GET", "/v1/pairs/" + encodeURIComponent(this.id) + "/approvals");
+    if (view !== this) return;
+    if (status === 200 && data) this.showQuestions(data.approvals || []);
+    const s = $("pair-state").textContent;
+    if (s === "queued" || s === "running" || s === "…") this.asking = setTimeout(tick, 1000);
+    else { this.asking = 0; this.showQuestions([]); }
+  };
+  this.asking = setTimeout(tick, 0);
+};
+
+// showQuestions draws each pending question on its worker's lane: the
+// tool, its effect and replay class, its arguments as text, and Approve
+// and Deny. A question drawn already keeps its node, so that a click in
+// flight is not lost.
+PairView.prototype.showQuestions = function (qs) {
+  const keep = new Set(qs.map((q) => q.question));
+  for (const i of [0, 1]) {
+    const slot = $("lane-head-" + i).querySelector(".pending-question");
+    for (const n of [...slot.children]) if (!keep.has(n.dataset.question)) n.remove();
+  }
+  for (const q of qs) {
+    const slot = $("lane-head-" + this.lane(q.worker)).querySelector(".pending-question");
+    if ([...slot.children].some((n) => n.dataset.question === q.question)) continue;
+    slot.appendChild(this.questionNode(q));
+  }
+  for (const i of [0, 1]) {
+    const slot = $("lane-head-" + i).querySelector(".pending-question");
+    slot.hidden = slot.children.length === 0;
+  }
+  document.body.dataset.questions = String(qs.length);
+};
+
+PairView.prototype.questionNode = function (q) {
+  const n = el("div", "question");
+  n.dataset.question = q.question;
+  const head = el("div", "question-head");
+  head.appendChild(el("span", "question-title", "approve this call? "));
+  head.appendChild(el("span", "tool-name", q.tool));
+  head.appendChild(el("span", "badge" + (q.effect === "mutating" ? " mutating-badge" : ""), q.effect || "unknown effect"));
+  head.appendChild(el("span", "badge", "replay " + (q.replay || "unknown")));
+  n.appendChild(head);
+  n.appendChild(el("div", "kv", "call " + shortID(q.call) + " · run " + shortID(q.run)));
+  const args = q.arguments !== undefined ? JSON.stringify(q.arguments, null, 2)
+    : (q.arguments_preview || "") + " … (" + q.arguments_bytes + " bytes in all)";
+  n.appendChild(el("pre", "question-args", args));
+  const yes = el("button", "approve", "Approve");
+  const no = el("button", "deny", "Deny");
+  yes.type = no.type = "button";
+  const err = el("p", "error");
+  const answer = async (word) => {
+    yes.disabled = no.disabled = true;
+    const path = "/v1/pairs/" + encodeURIComponent(this.id) + "/approvals/" +
+      q.question.split("/").map(encodeURIComponent).join("/");
+    const { status, data } = await api("POST", path, JSON.stringify({ answer: word, digest: q.digest }), "application/json");
+    if (status === 200) {
+      n.classList.add("answered");
+      n.appendChild(el("div", "kv", word === "approve" ? "approved" : "denied"));
+      return;
+    }
+    err.textContent = visible((data && data.error && data.error.message) || word + ": HTTP " + status);
+    yes.disabled = no.disabled = false;
+  };
+  yes.addEventListener("click", () => answer("approve"));
+  no.addEventListener("click", () => answer("deny"));
+  n.appendChild(yes);
+  n.appendChild(no);
+  n.appendChild(err);
+  return n;
+};
