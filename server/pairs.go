@@ -109,7 +109,13 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
 		return
 	}
-	s.writeMeta(pairID, pairMeta{Name: built.Name, Task: task})
+	// The page shows the task the pair works on: the spec's when no
+	// ?task= replaced it.
+	shown := task
+	if shown == "" && built.Config != nil {
+		shown = built.Config.Task
+	}
+	s.writeMeta(pairID, pairMeta{Name: built.Name, Task: shown})
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.

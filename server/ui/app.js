@@ -210,6 +210,9 @@ class PairView {
     this.drawTimer = 0;
     this.asking = 0;         // the timer that polls pending questions
     this.calls = new Map();  // call_id -> arguments, from pair.model_output
+    this.runOf = new Map();  // worker -> its current run ID
+    this.answers = new Map(); // run ID -> the text of its last model output
+    this.task = null;         // the pair's task, once the resource says it
   }
 
   open() {
@@ -249,6 +252,7 @@ class PairView {
       this.setState(data.state, data.reason || "");
       $("pair-name").textContent = visible(data.name || "");
       $("pair-task").textContent = visible(data.task || "(the spec's task)");
+      this.task = data.task || "";
       if (data.started) {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
@@ -386,6 +390,21 @@ class PairView {
           "handoff round " + p.round + ": " + p.from + " → " + p.to + " · " + p.bytes + " bytes · sha256 " + String(p.sha256 || "").slice(0, 12) + "…" + (p.cut ? " · cut" : "")));
         n.title = "sha256 " + (p.sha256 || "");
         this.place(n, -1, e.seq);
+        this.handoffMessage(n, p);
+        return;
+      }
+      case "pair.model_output": {
+        // One model operation's whole output: its calls' arguments for
+        // the tool cards, its text for the handoff that may quote it.
+        const calls = p.calls || {};
+        for (const k of Object.keys(calls)) {
+          const c = calls[k] || {};
+          if (c.id) this.calls.set(c.id, c.arguments === undefined ? "" : c.arguments);
+        }
+        const run = this.runOf.get(p.worker);
+        if (run) this.answers.set(run, p.text || "");
+        const n = this.texts.get(p.operation_id);
+        if (n) this.addSeq(n, e.seq);
         return;
       }
       case "pair.completed":
@@ -414,6 +433,7 @@ class PairView {
     switch (e.kind) {
       case "run.started":
         t.runs++;
+        this.runOf.set(worker, q.run_id);
         this.begin(q.run_id, this.place(el("div", "block run", "run " + shortID(q.run_id) + " · " + (q.model || "")), i, e.seq));
         break;
       case "turn.started":
@@ -470,7 +490,15 @@ class PairView {
         d.appendChild(s);
         const body = el("div", "tool-body");
         body.appendChild(el("div", "kv", "call " + shortID(q.call_id) + (q.replay ? " · replay " + q.replay : "")));
-        body.appendChild(el("div", "kv", "The timeline records the call, not its arguments."));
+        // The arguments come from the model operation's recorded output
+        // (pair.model_output), written before the call starts.
+        const args = this.calls.get(q.call_id);
+        if (args !== undefined) {
+          body.appendChild(el("div", "kv", "arguments"));
+          body.appendChild(el("pre", "tool-args", prettyMaybe(args)));
+        } else {
+          body.appendChild(el("div", "kv", "arguments: not recorded"));
+        }
         d.appendChild(body);
         this.tools.set(q.call_id, d);
         this.place(d, i, e.seq);
@@ -777,3 +805,51 @@ PairView.prototype.questionNode = function (q) {
   n.appendChild(err);
   return n;
 };
+
+// ---- handoff messages ----
+
+// handoffMessage adds the message a handoff passed, expandable. The
+// timeline records its size and SHA-256, not its text; the message is the
+// finished run's final answer framed with the task and a heading, so the
+// page rebuilds it from the recorded answer and shows it only when its
+// digest is the recorded one.
+PairView.prototype.handoffMessage = async function (n, p) {
+  const d = el("details", "handoff-details");
+  d.addEventListener("click", (ev) => ev.stopPropagation());
+  const s = el("summary", null, "message");
+  d.appendChild(s);
+  n.appendChild(d);
+  const answer = this.answers.get(p.from_run_id);
+  if (answer === undefined || p.cut) {
+    d.appendChild(el("div", "kv", p.cut ? "The message was cut to fit its bound; it is not shown."
+      : "The answer this message framed is not in the timeline."));
+    return;
+  }
+  if (this.task === null) await this.fetchState();
+  // The default headings: a spec may name others, which the page does
+  // not know; the digest tells which frame, if any, is the one.
+  const tries = [];
+  for (const h of ["Answer from " + p.from, "Reviewer feedback"]) {
+    const body = h + ":\n" + answer;
+    if (this.task) tries.push("Task:\n" + this.task + "\n\n" + body);
+    tries.push(body);
+  }
+  for (const m of tries) {
+    if (await sha256(m) === p.sha256) {
+      d.dataset.verified = "true";
+      s.textContent = "message · " + p.bytes + " bytes, sha256 verified";
+      d.appendChild(el("pre", "handoff-message", m));
+      return;
+    }
+  }
+  d.appendChild(el("div", "kv", "The message was framed with headings the page does not know; its answer:"));
+  d.appendChild(el("pre", "handoff-message", answer));
+};
+
+// sha256 returns the hex SHA-256 of s as UTF-8, or "" where the browser
+// offers no digest (a page served to another host over plain HTTP).
+async function sha256(s) {
+  if (!(window.crypto && crypto.subtle)) return "";
+  const buf = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
