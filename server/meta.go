@@ -21,6 +21,8 @@ const metaMax = 1 << 20
 type pairMeta struct {
 	Name string `json:"name,omitempty"`
 	Task string `json:"task,omitempty"`
+	// Systems maps each worker's role to its system prompt.
+	Systems map[string]string `json:"systems,omitempty"`
 }
 
 func (s *Server) metaPath(pairID string) string {
@@ -29,7 +31,7 @@ func (s *Server) metaPath(pairID string) string {
 
 // writeMeta records m; a failure only loses what the page shows.
 func (s *Server) writeMeta(pairID string, m pairMeta) {
-	if m == (pairMeta{}) {
+	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 {
 		return
 	}
 	b, err := json.Marshal(m)

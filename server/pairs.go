@@ -111,11 +111,14 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page shows the task the pair works on: the spec's when no
 	// ?task= replaced it.
-	shown := task
-	if shown == "" && built.Config != nil {
-		shown = built.Config.Task
+	m := pairMeta{Name: built.Name, Task: task}
+	if c := built.Config; c != nil {
+		if m.Task == "" {
+			m.Task = c.Task
+		}
+		m.Systems = map[string]string{c.First.Role: c.First.Definition.System(), c.Second.Role: c.Second.Definition.System()}
 	}
-	s.writeMeta(pairID, pairMeta{Name: built.Name, Task: shown})
+	s.writeMeta(pairID, m)
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.

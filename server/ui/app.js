@@ -228,6 +228,8 @@ class PairView {
       const h = $("lane-head-" + i);
       h.querySelector(".lane-name").textContent = "";
       h.querySelector(".totals").textContent = "";
+      h.querySelector(".system").hidden = true;
+      h.querySelector(".system-text").textContent = "";
       const q = h.querySelector(".pending-question");
       q.textContent = "";
       q.hidden = true;
@@ -258,7 +260,14 @@ class PairView {
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
       }
       if (data.state === "interrupted") this.interrupted();
-      (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
+      (data.workers || []).forEach((w, i) => {
+        if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role);
+        if (w.system) {
+          const h = $("lane-head-" + this.lane(w.role));
+          h.querySelector(".system-text").textContent = visible(w.system);
+          h.querySelector(".system").hidden = false;
+        }
+      });
       const live = data.state === "queued" || data.state === "running";
       if (live || data.waiting > 0) this.pollQuestions();
       else this.showQuestions([]);

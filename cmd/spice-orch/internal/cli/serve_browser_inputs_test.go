@@ -19,6 +19,7 @@ approve: never
 workers:
   - role: writer
     provider: scripted
+    system: %q
     script:
       - calls: [{name: fs.write, arguments: {path: out.txt, content: %q}}]
       - text: %q
@@ -35,12 +36,12 @@ const escaped = `<b>bold</b><img src=x onerror="window.__xss=1"> invoice\u202etx
 // call's arguments, taken from the model operation's recorded output; a
 // handoff expands to its message, rebuilt from the recorded answer and
 // checked against the recorded SHA-256; hostile text in both stays inert
-// and visible. The built-in pair, whose task is the spec's, verifies too.
+// and visible; a lane shows its worker's system prompt. The built-in pair, whose task is the spec's, verifies too.
 func TestS2_BrowserShowsToolArgumentsAndHandoffMessages(t *testing.T) {
 	ts := startTestServer(t)
 	ctx, cancel := newBrowser(t)
 	defer cancel()
-	id := submit(t, ts.url, fmt.Sprintf(inputsSpec, hostileText, "done: "+hostileText), "task "+hostileText)
+	id := submit(t, ts.url, fmt.Sprintf(inputsSpec, "be brief "+hostileText, hostileText, "done: "+hostileText), "task "+hostileText)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+id)))
 	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && !!document.querySelector('#timeline .tool .tool-args') && !!document.querySelector('#timeline .handoff-details[data-verified]')`))
 	args := eval[string](t, ctx, `document.querySelector('#timeline .tool .tool-args').textContent`)
@@ -61,6 +62,10 @@ func TestS2_BrowserShowsToolArgumentsAndHandoffMessages(t *testing.T) {
 	for _, r := range "\u202e\u2067\u2069\u200b\x1b" {
 		require.NotContains(t, page, string(r), "U+%04X on the page", r)
 	}
+	// The writer's lane shows its system prompt, folded.
+	require.True(t, eval[bool](t, ctx, `!document.querySelector('#lane-head-0 .system').hidden`))
+	require.Equal(t, "be brief "+escaped, eval[string](t, ctx, `document.querySelector("#lane-head-0 .system-text").textContent`))
+	require.True(t, eval[bool](t, ctx, `document.querySelector('#lane-head-1 .system').hidden`), "the reviewer has no system prompt")
 	shot(t, ctx, "8-inputs.png")
 
 	id = submit(t, ts.url, builtinYAML(), "")
