@@ -10,7 +10,8 @@ import (
 )
 
 // The store records a pair's timeline, not what it was submitted with: the
-// name of its spec and the task given with ?task=. The server keeps them
+// name of its spec, its task (given with ?task= or the spec's) and its
+// workers' system prompts. The server keeps them
 // beside the workspaces, one small file per pair, DataDir/meta/<pair
 // ID>.json, so that the pair resource and the list can show and search them.
 
