@@ -851,7 +851,9 @@ PairView.prototype.handoffMessage = async function (n, p) {
       return;
     }
   }
-  d.appendChild(el("div", "kv", "The message was framed with headings the page does not know; its answer:"));
+  d.appendChild(el("div", "kv", await sha256("") === ""
+    ? "This page cannot check a digest (plain HTTP to a host that is not loopback); the answer it framed:"
+    : "The message was framed with headings the page does not know; the answer it framed:"));
   d.appendChild(el("pre", "handoff-message", answer));
 };
 
