@@ -10,7 +10,8 @@ import (
 )
 
 // The store records a pair's timeline, not what it was submitted with: the
-// name of its spec and the task given with ?task=. The server keeps them
+// name of its spec, its task (given with ?task= or the spec's) and its
+// workers' system prompts. The server keeps them
 // beside the workspaces, one small file per pair, DataDir/meta/<pair
 // ID>.json, so that the pair resource and the list can show and search them.
 
@@ -21,6 +22,8 @@ const metaMax = 1 << 20
 type pairMeta struct {
 	Name string `json:"name,omitempty"`
 	Task string `json:"task,omitempty"`
+	// Systems maps each worker's role to its system prompt.
+	Systems map[string]string `json:"systems,omitempty"`
 }
 
 func (s *Server) metaPath(pairID string) string {
@@ -29,7 +32,7 @@ func (s *Server) metaPath(pairID string) string {
 
 // writeMeta records m; a failure only loses what the page shows.
 func (s *Server) writeMeta(pairID string, m pairMeta) {
-	if m == (pairMeta{}) {
+	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 {
 		return
 	}
 	b, err := json.Marshal(m)

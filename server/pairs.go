@@ -109,7 +109,16 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
 		return
 	}
-	s.writeMeta(pairID, pairMeta{Name: built.Name, Task: task})
+	// The page shows the task the pair works on: the spec's when no
+	// ?task= replaced it.
+	m := pairMeta{Name: built.Name, Task: task}
+	if c := built.Config; c != nil {
+		if m.Task == "" {
+			m.Task = c.Task
+		}
+		m.Systems = map[string]string{c.First.Role: c.First.Definition.System(), c.Second.Role: c.Second.Definition.System()}
+	}
+	s.writeMeta(pairID, m)
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
 	// right after the 201 finds the pair and nothing escapes the feed.

@@ -44,7 +44,9 @@ type usageView struct {
 }
 
 type workerView struct {
-	Role         string `json:"role"`
+	Role string `json:"role"`
+	// System is the worker's system prompt, as its spec gave it.
+	System       string `json:"system,omitempty"`
 	Runs         int    `json:"runs"`
 	Turns        int    `json:"turns"`
 	InputTokens  int64  `json:"input_tokens"`
@@ -119,6 +121,9 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 	}
 	if e != nil {
 		v.LastSeq = max(v.LastSeq, e.feed.log.Stats().LastSeq)
+	}
+	for i := range v.Workers {
+		v.Workers[i].System = m.Systems[v.Workers[i].Role]
 	}
 	return v, nil
 }

@@ -208,6 +208,11 @@ class PairView {
     this.first = 0;          // the time of the first event, in ms
     this.lastTime = 0;       // the time of the last event, in ms
     this.drawTimer = 0;
+    this.asking = 0;         // the timer that polls pending questions
+    this.calls = new Map();  // call_id -> arguments, from pair.model_output
+    this.runOf = new Map();  // worker -> its current run ID
+    this.answers = new Map(); // run ID -> the text of its last model output
+    this.task = null;         // the pair's task, once the resource says it
   }
 
   open() {
@@ -223,6 +228,11 @@ class PairView {
       const h = $("lane-head-" + i);
       h.querySelector(".lane-name").textContent = "";
       h.querySelector(".totals").textContent = "";
+      h.querySelector(".system").hidden = true;
+      h.querySelector(".system-text").textContent = "";
+      const q = h.querySelector(".pending-question");
+      q.textContent = "";
+      q.hidden = true;
     }
     this.setState("…", "");
     this.fetchState();
@@ -232,6 +242,8 @@ class PairView {
   close() {
     if (this.es) this.es.close();
     this.es = null;
+    clearTimeout(this.asking);
+    this.asking = 0;
   }
 
   async fetchState() {
@@ -242,12 +254,23 @@ class PairView {
       this.setState(data.state, data.reason || "");
       $("pair-name").textContent = visible(data.name || "");
       $("pair-task").textContent = visible(data.task || "(the spec's task)");
+      this.task = data.task || "";
       if (data.started) {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
       }
       if (data.state === "interrupted") this.interrupted();
-      (data.workers || []).forEach((w, i) => { if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role); });
+      (data.workers || []).forEach((w, i) => {
+        if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role);
+        if (w.system) {
+          const h = $("lane-head-" + this.lane(w.role));
+          h.querySelector(".system-text").textContent = visible(w.system);
+          h.querySelector(".system").hidden = false;
+        }
+      });
+      const live = data.state === "queued" || data.state === "running";
+      if (live || data.waiting > 0) this.pollQuestions();
+      else this.showQuestions([]);
     } else if (status === 404) {
       this.setState("unknown", "");
       $("pair-notice").textContent = "No such pair.";
@@ -376,6 +399,21 @@ class PairView {
           "handoff round " + p.round + ": " + p.from + " → " + p.to + " · " + p.bytes + " bytes · sha256 " + String(p.sha256 || "").slice(0, 12) + "…" + (p.cut ? " · cut" : "")));
         n.title = "sha256 " + (p.sha256 || "");
         this.place(n, -1, e.seq);
+        this.handoffMessage(n, p);
+        return;
+      }
+      case "pair.model_output": {
+        // One model operation's whole output: its calls' arguments for
+        // the tool cards, its text for the handoff that may quote it.
+        const calls = p.calls || {};
+        for (const k of Object.keys(calls)) {
+          const c = calls[k] || {};
+          if (c.id) this.calls.set(c.id, c.arguments === undefined ? "" : c.arguments);
+        }
+        const run = this.runOf.get(p.worker);
+        if (run) this.answers.set(run, p.text || "");
+        const n = this.texts.get(p.operation_id);
+        if (n) this.addSeq(n, e.seq);
         return;
       }
       case "pair.completed":
@@ -404,6 +442,7 @@ class PairView {
     switch (e.kind) {
       case "run.started":
         t.runs++;
+        this.runOf.set(worker, q.run_id);
         this.begin(q.run_id, this.place(el("div", "block run", "run " + shortID(q.run_id) + " · " + (q.model || "")), i, e.seq));
         break;
       case "turn.started":
@@ -460,7 +499,15 @@ class PairView {
         d.appendChild(s);
         const body = el("div", "tool-body");
         body.appendChild(el("div", "kv", "call " + shortID(q.call_id) + (q.replay ? " · replay " + q.replay : "")));
-        body.appendChild(el("div", "kv", "The timeline records the call, not its arguments."));
+        // The arguments come from the model operation's recorded output
+        // (pair.model_output), written before the call starts.
+        const args = this.calls.get(q.call_id);
+        if (args !== undefined) {
+          body.appendChild(el("div", "kv", "arguments"));
+          body.appendChild(el("pre", "tool-args", prettyMaybe(args)));
+        } else {
+          body.appendChild(el("div", "kv", "arguments: not recorded"));
+        }
         d.appendChild(body);
         this.tools.set(q.call_id, d);
         this.place(d, i, e.seq);
@@ -689,3 +736,131 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(refreshPairs, 2000);
   route();
 });
+
+// ---- questions waiting for an answer ----
+
+// pollQuestions asks for the pair's pending questions now and every
+// second while the pair is live: a question can appear at any moment,
+// also one that a restarted server brought back.
+PairView.prototype.pollQuestions = function () {
+  if (this.asking || view !== this) return;
+  const tick = async () => {
+    const { status, data } = await api("GET", "/v1/pairs/" + encodeURIComponent(this.id) + "/approvals");
+    if (view !== this) return;
+    if (status === 200 && data) this.showQuestions(data.approvals || []);
+    const s = $("pair-state").textContent;
+    if (s === "queued" || s === "running" || s === "…") this.asking = setTimeout(tick, 1000);
+    else { this.asking = 0; this.showQuestions([]); }
+  };
+  this.asking = setTimeout(tick, 0);
+};
+
+// showQuestions draws each pending question on its worker's lane: the
+// tool, its effect and replay class, its arguments as text, and Approve
+// and Deny. A question drawn already keeps its node, so that a click in
+// flight is not lost.
+PairView.prototype.showQuestions = function (qs) {
+  const keep = new Set(qs.map((q) => q.question));
+  for (const i of [0, 1]) {
+    const slot = $("lane-head-" + i).querySelector(".pending-question");
+    for (const n of [...slot.children]) if (!keep.has(n.dataset.question)) n.remove();
+  }
+  for (const q of qs) {
+    const slot = $("lane-head-" + this.lane(q.worker)).querySelector(".pending-question");
+    if ([...slot.children].some((n) => n.dataset.question === q.question)) continue;
+    slot.appendChild(this.questionNode(q));
+  }
+  for (const i of [0, 1]) {
+    const slot = $("lane-head-" + i).querySelector(".pending-question");
+    slot.hidden = slot.children.length === 0;
+  }
+  document.body.dataset.questions = String(qs.length);
+};
+
+PairView.prototype.questionNode = function (q) {
+  const n = el("div", "question");
+  n.dataset.question = q.question;
+  const head = el("div", "question-head");
+  head.appendChild(el("span", "question-title", "approve this call? "));
+  head.appendChild(el("span", "tool-name", q.tool));
+  head.appendChild(el("span", "badge" + (q.effect === "mutating" ? " mutating-badge" : ""), q.effect || "unknown effect"));
+  head.appendChild(el("span", "badge", "replay " + (q.replay || "unknown")));
+  n.appendChild(head);
+  n.appendChild(el("div", "kv", "call " + shortID(q.call) + " · run " + shortID(q.run)));
+  const args = q.arguments !== undefined ? JSON.stringify(q.arguments, null, 2)
+    : (q.arguments_preview || "") + " … (" + q.arguments_bytes + " bytes in all)";
+  n.appendChild(el("pre", "question-args", args));
+  const yes = el("button", "approve", "Approve");
+  const no = el("button", "deny", "Deny");
+  yes.type = no.type = "button";
+  const err = el("p", "error");
+  const answer = async (word) => {
+    yes.disabled = no.disabled = true;
+    const path = "/v1/pairs/" + encodeURIComponent(this.id) + "/approvals/" +
+      q.question.split("/").map(encodeURIComponent).join("/");
+    const { status, data } = await api("POST", path, JSON.stringify({ answer: word, digest: q.digest }), "application/json");
+    if (status === 200) {
+      n.classList.add("answered");
+      n.appendChild(el("div", "kv", word === "approve" ? "approved" : "denied"));
+      return;
+    }
+    err.textContent = visible((data && data.error && data.error.message) || word + ": HTTP " + status);
+    yes.disabled = no.disabled = false;
+  };
+  yes.addEventListener("click", () => answer("approve"));
+  no.addEventListener("click", () => answer("deny"));
+  n.appendChild(yes);
+  n.appendChild(no);
+  n.appendChild(err);
+  return n;
+};
+
+// ---- handoff messages ----
+
+// handoffMessage adds the message a handoff passed, expandable. The
+// timeline records its size and SHA-256, not its text; the message is the
+// finished run's final answer framed with the task and a heading, so the
+// page rebuilds it from the recorded answer and shows it only when its
+// digest is the recorded one.
+PairView.prototype.handoffMessage = async function (n, p) {
+  const d = el("details", "handoff-details");
+  d.addEventListener("click", (ev) => ev.stopPropagation());
+  const s = el("summary", null, "message");
+  d.appendChild(s);
+  n.appendChild(d);
+  const answer = this.answers.get(p.from_run_id);
+  if (answer === undefined || p.cut) {
+    d.appendChild(el("div", "kv", p.cut ? "The message was cut to fit its bound; it is not shown."
+      : "The answer this message framed is not in the timeline."));
+    return;
+  }
+  if (this.task === null) await this.fetchState();
+  // The default headings: a spec may name others, which the page does
+  // not know; the digest tells which frame, if any, is the one.
+  const tries = [];
+  for (const h of ["Answer from " + p.from, "Reviewer feedback"]) {
+    const body = h + ":\n" + answer;
+    if (this.task) tries.push("Task:\n" + this.task + "\n\n" + body);
+    tries.push(body);
+  }
+  for (const m of tries) {
+    if (await sha256(m) === p.sha256) {
+      d.dataset.verified = "true";
+      s.textContent = "message · " + p.bytes + " bytes, sha256 verified";
+      d.appendChild(el("pre", "handoff-message", m));
+      return;
+    }
+  }
+  d.appendChild(el("div", "kv", await sha256("") === ""
+    ? "This page cannot check a digest (plain HTTP to a host that is not loopback); the answer it framed:"
+    : "The message was framed with headings the page does not know; the answer it framed:"));
+  d.appendChild(el("pre", "handoff-message", answer));
+};
+
+// sha256 returns the hex SHA-256 of s as UTF-8, or "" where the browser
+// offers no digest (a page served to another host over plain HTTP).
+async function sha256(s) {
+  if (!(window.crypto && crypto.subtle)) return "";
+  const buf = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
