@@ -19,6 +19,13 @@
 //   - the MAX_DELIVERIES advisory: a job delivered MaxDeliver times
 //     without a terminal ends failed (job.ReasonMaxDeliveries) and its
 //     message is deleted from the stream;
+//   - the events stream: each pair's timeline on its own subject, in
+//     messages that carry a batch of consecutive events (Timeline, a
+//     required observer of the pair), each message's Nats-Msg-Id naming
+//     the pair and the batch's range so that a batch sent twice is
+//     stored once; Events serves a pair's timeline from any cursor,
+//     replaying what the stream holds and then tailing it to the
+//     pair's terminal, each event once and without a gap (or ErrGap);
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
 //     logging, JetStream storage in a directory of the caller's.
 //
