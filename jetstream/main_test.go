@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // A job whose spec is "block" plays until it is cancelled; any other
 // completes at once.
 func workerMain(url, name string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
@@ -40,13 +40,26 @@ func workerMain(url, name string) int {
 		return 2
 	}
 	defer nc.Close()
-	b, err := Open(ctx, testConfig(nc, name))
+	cfg := testConfig(nc, name)
+	if os.Getenv(envPlay) == "pairs" {
+		cfg = benchConfig(nc)
+	}
+	b, err := Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	play, pairs := PlayFunc(scripted), 2
+	if os.Getenv(envPlay) == "pairs" {
+		cfg, err := relayConfig()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		play, pairs = pairPlay(b, cfg), 4
+	}
 	fmt.Println("ready")
-	if err := b.Work(ctx, WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}); err != nil {
+	if err := b.Work(ctx, WorkerConfig{Pairs: pairs, Play: play, Drain: 2 * time.Second}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
