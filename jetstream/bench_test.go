@@ -3,9 +3,9 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"runtime"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
