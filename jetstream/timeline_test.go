@@ -56,11 +56,11 @@ func encoded(evs []eventlog.Event) []string {
 	return s
 }
 
-// TestD2_TimelineGapFreeFromAnyCursor: a reader attached before the pair
+// TestS1_TimelineOnJetStreamGapFreeFromAnyCursor: a reader attached before the pair
 // starts tails it to its terminal, readers from any cursor afterwards get
 // exactly the events after it, and a batch published twice, or one that
 // overlaps another, yields each event once.
-func TestD2_TimelineGapFreeFromAnyCursor(t *testing.T) {
+func TestS1_TimelineOnJetStreamGapFreeFromAnyCursor(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
 	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "tl"))
@@ -98,10 +98,10 @@ func TestD2_TimelineGapFreeFromAnyCursor(t *testing.T) {
 	require.ErrorIs(t, err, job.ErrNotFound)
 }
 
-// TestD2_TimelineGapIsAnError: when the stream's per-pair limit has let
+// TestS1_TimelineOnJetStreamGapIsAnError: when the stream's per-pair limit has let
 // the oldest events go, a reader from before them gets ErrGap, never a
 // timeline with a hole; a reader after them is served.
-func TestD2_TimelineGapIsAnError(t *testing.T) {
+func TestS1_TimelineOnJetStreamGapIsAnError(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
 	cfg := testConfig(connect(t, s.ClientURL()), "gap")
@@ -118,9 +118,9 @@ func TestD2_TimelineGapIsAnError(t *testing.T) {
 	require.Equal(t, encoded(evs[8:]), got)
 }
 
-// TestD2_TimelineRefusesOutOfSequence: the publisher never sends a
+// TestS1_TimelineOnJetStreamRefusesOutOfSequence: the publisher never sends a
 // timeline with a hole.
-func TestD2_TimelineRefusesOutOfSequence(t *testing.T) {
+func TestS1_TimelineOnJetStreamRefusesOutOfSequence(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
 	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "seq"))

@@ -60,12 +60,12 @@ func streamLines(t *testing.T, base, pairID string, after uint64) ([]string, str
 	return evs, end
 }
 
-// TestD2_TestS1_ServeStreamsAPairAWorkerPlays: `serve --nats` in one
+// TestS1_ServeStreamsAPairAWorkerPlaysInAnotherProcess: `serve --nats` in one
 // process accepts a pair, a `worker --nats` in another plays it, and the
 // pair's stream from serve — attached before the pair starts, and again
 // from cursors after it ended — is its timeline gap-free and byte for
 // byte as the worker recorded it, ending with its terminal and then end.
-func TestD2_TestS1_ServeStreamsAPairAWorkerPlays(t *testing.T) {
+func TestS1_ServeStreamsAPairAWorkerPlaysInAnotherProcess(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)

@@ -114,7 +114,13 @@ until --approve-timeout denies it. A spec's approve: field chooses its
 policy; a spec without one gets --approve (default mutating).
 
 Built-in scripted pairs are paced (--pace) so they can be watched; --demo
-starts one at start-up.`,
+starts one at start-up.
+
+With --nats URL, or --embedded-nats DIR (a NATS server in this process,
+JetStream storage in DIR, listening on --nats-listen), serve runs no
+pair itself: it submits each pair's spec to JetStream, 'spice-orch
+worker' processes play it, and serve streams the pair's timeline from
+JetStream's events stream, the same frames as above.`,
 		Example: `  spice-orch serve
   spice-orch serve --addr 127.0.0.1:8080 --pairs 8 --queue 256
   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 spice-orch serve --otel
@@ -352,7 +358,9 @@ func openQueue(ctx context.Context, env Env, f serveFlags) (*jetstream.Backend, 
 	}
 	nc, err := nats.Connect(url, nats.Name("spice-orch serve"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			fmt.Fprintf(env.Stderr, "spice-orch serve: disconnected from NATS: %v\n", err)
+			if err != nil { // nil: this process closed the connection
+				fmt.Fprintf(env.Stderr, "spice-orch serve: disconnected from NATS: %v\n", err)
+			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			fmt.Fprintln(env.Stderr, "spice-orch serve: reconnected to NATS")

@@ -98,7 +98,9 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	defer st.Close()
 	nc, err := nats.Connect(f.url, nats.Name("spice-orch worker"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			fmt.Fprintf(env.Stderr, "spice-orch worker: disconnected from NATS: %v\n", err)
+			if err != nil { // nil: this process closed the connection
+				fmt.Fprintf(env.Stderr, "spice-orch worker: disconnected from NATS: %v\n", err)
+			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			fmt.Fprintln(env.Stderr, "spice-orch worker: reconnected to NATS")
