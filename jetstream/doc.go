@@ -15,7 +15,8 @@
 //     by Submit and then changed only by Update with the revision last
 //     read, so one writer wins each transition and a job gets exactly one
 //     terminal state however often it is delivered (D1); key c.<id>
-//     asks for cancellation, which the playing worker watches;
+//     asks for cancellation, which the playing worker hears through one
+//     subscription to the cancel keys and reads once as it starts;
 //   - the MAX_DELIVERIES advisory: a job delivered MaxDeliver times
 //     without a terminal ends failed (job.ReasonMaxDeliveries) and its
 //     message is deleted from the stream;
