@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -22,7 +21,6 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/orchestrator"
-	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/workers"
 )
 
@@ -91,8 +89,8 @@ func pairPlay(b *Backend, cfg orchestrator.Config) PlayFunc {
 // embedded JetStream and played by 2 worker processes (4 pairs each),
 // each pair's whole timeline carried on the events stream; pairs/s from
 // the first submission to the last terminal status. The same pairs then
-// run on the in-process scheduler in this process, and ratio is
-// JetStream's pairs/s over the scheduler's.
+// play in this process, GOMAXPROCS at once, and ratio is JetStream's
+// pairs/s over that in-process rate.
 func BenchmarkJetStreamPairs(b *testing.B) {
 	ctx := context.Background()
 	s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
@@ -172,26 +170,34 @@ func BenchmarkJetStreamPairs(b *testing.B) {
 	jsRate := float64(n) / time.Since(start).Seconds()
 	b.StopTimer()
 
-	// The in-process scheduler, same pairs, same count, as
-	// BenchmarkSchedulerThroughput drives it.
+	// The same pairs played in this process, GOMAXPROCS at once, as the
+	// in-process scheduler plays them (its package is on this one's
+	// layer, so the benchmark cannot import it): the baseline.
 	cfg, err := relayConfig()
 	require.NoError(b, err)
-	procsN := runtime.GOMAXPROCS(0)
-	sched, err := scheduler.New(scheduler.Config{Pairs: procsN, ModelOps: procsN, Queue: 64, Retain: 64})
-	require.NoError(b, err)
-	ring := make([]string, 64)
+	var played atomic.Int64
 	start = time.Now()
-	for i := range n {
-		if i >= len(ring) {
-			if _, err := sched.Wait(ctx, ring[i%len(ring)]); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
-				b.Fatal(err)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := played.Add(1)
+				if i > int64(n) {
+					return
+				}
+				c := cfg
+				c.ID = "inproc-" + strconv.FormatInt(i, 10)
+				p, err := orchestrator.Run(ctx, c)
+				if err == nil {
+					_, err = p.Wait(ctx)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
 			}
-		}
-		jobID, err := sched.Submit(ctx, scheduler.Job{Pair: &cfg})
-		require.NoError(b, err)
-		ring[i%len(ring)] = jobID
+		})
 	}
-	require.NoError(b, sched.Close(ctx))
+	wg.Wait()
 	inRate := float64(n) / time.Since(start).Seconds()
 	b.ReportMetric(jsRate, "pairs/s")
 	b.ReportMetric(inRate, "inproc-pairs/s")
