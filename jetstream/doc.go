@@ -27,6 +27,9 @@
 //     stored once; Events serves a pair's timeline from any cursor,
 //     replaying what the stream holds and then tailing it to the
 //     pair's terminal, each event once and without a gap (or ErrGap);
+//   - the history a server reads (Pair, ListPairs): a job's status and
+//     its timeline from the stream, in the store's read-side types, so
+//     that serve reads either the same way;
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
 //     logging, JetStream storage in a directory of the caller's.
 //
