@@ -9,7 +9,7 @@ FUZZTIME     ?= 10s
 BENCH_COUNT  ?= 5
 # The benchmarks of the performance table in docs/architecture.md.
 # Packages that do not have them yet simply run none.
-BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor|BenchmarkMCPCall|BenchmarkMCPCallSDK|BenchmarkPluginDevLoop
+BENCHMARKS   ?= BenchmarkEngineTextRun|BenchmarkEngineToolRound|BenchmarkEngineCancel|BenchmarkPairRelay|BenchmarkPairRelayCold|BenchmarkPairRelayLive|BenchmarkSchedulerThroughput|BenchmarkEventAppend|BenchmarkEventSubscribeFanout|BenchmarkStoreObserver|BenchmarkPairRelayTelemetry|BenchmarkServeSSEFanout|BenchmarkServePairs|BenchmarkPluginCall|BenchmarkPluginLaunch|BenchmarkPluginActivate|BenchmarkCompiledEcho|BenchmarkGRPCFloor|BenchmarkMCPCall|BenchmarkMCPCallSDK|BenchmarkPluginDevLoop|BenchmarkJetStreamPairs
 # The baselines each target is a ratio to, and the scaling curves
 # (`make scaling-plot` draws them).
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSchedulerTeamBaseline|BenchmarkSchedulerPairs|BenchmarkQueuedJobMemory|BenchmarkOpenAIStream|BenchmarkOpenAIStreamRaw|BenchmarkScalingRunTurns|BenchmarkScalingPairRounds

@@ -48,6 +48,12 @@ type Config struct {
 	// MaxPending bounds the publish acks in flight; 0 means
 	// DefaultPending.
 	MaxPending int
+	// MaxEventBytes bounds the events stream (pair timelines) in bytes;
+	// 0 means DefaultEventBytes. MaxPairEvents bounds the messages it
+	// keeps of one pair; 0 means DefaultPairEvents. The oldest go first,
+	// and a reader whose cursor they passed gets ErrGap.
+	MaxEventBytes int64
+	MaxPairEvents int64
 }
 
 // Backend is the JetStream job backend. It implements job.Backend; its
@@ -58,6 +64,7 @@ type Backend struct {
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
 	cons   jetstream.Consumer
+	events jetstream.Stream
 }
 
 var _ job.Backend = (*Backend)(nil)
@@ -89,8 +96,15 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = DefaultPending
 	}
+	if cfg.MaxEventBytes == 0 {
+		cfg.MaxEventBytes = DefaultEventBytes
+	}
+	if cfg.MaxPairEvents == 0 {
+		cfg.MaxPairEvents = DefaultPairEvents
+	}
 	switch {
-	case cfg.MaxJobs < 0, cfg.MaxAge < 0, cfg.AckWait < 0, cfg.MaxDeliver < 0, cfg.MaxPending < 0:
+	case cfg.MaxJobs < 0, cfg.MaxAge < 0, cfg.AckWait < 0, cfg.MaxDeliver < 0, cfg.MaxPending < 0,
+		cfg.MaxEventBytes < 0, cfg.MaxPairEvents < 0:
 		return nil, bound.Malformedf("jetstream.config", "limits must not be negative")
 	case cfg.AckWait < 30*time.Millisecond:
 		return nil, bound.Malformedf("jetstream.ack_wait", "must be at least 30ms")
@@ -135,8 +149,15 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons}, nil
+	b := &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons}
+	if err := b.openEvents(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
+
+// URL is the address of the NATS server the backend is connected to.
+func (b *Backend) URL() string { return b.cfg.Conn.ConnectedUrlRedacted() }
 
 func stateKey(jobID string) string  { return "s." + jobID }
 func cancelKey(jobID string) string { return "c." + jobID }

@@ -15,10 +15,21 @@
 //     by Submit and then changed only by Update with the revision last
 //     read, so one writer wins each transition and a job gets exactly one
 //     terminal state however often it is delivered (D1); key c.<id>
-//     asks for cancellation, which the playing worker watches;
+//     asks for cancellation, which the playing worker hears through one
+//     subscription to the cancel keys and reads once as it starts;
 //   - the MAX_DELIVERIES advisory: a job delivered MaxDeliver times
 //     without a terminal ends failed (job.ReasonMaxDeliveries) and its
 //     message is deleted from the stream;
+//   - the events stream: each pair's timeline on its own subject, in
+//     messages that carry a batch of consecutive events (Timeline, a
+//     required observer of the pair), each message's Nats-Msg-Id naming
+//     the pair and the batch's range so that a batch sent twice is
+//     stored once; Events serves a pair's timeline from any cursor,
+//     replaying what the stream holds and then tailing it to the
+//     pair's terminal, each event once and without a gap (or ErrGap);
+//   - the history a server reads (Pair, ListPairs): a job's status and
+//     its timeline from the stream, in the store's read-side types, so
+//     that serve reads either the same way;
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
 //     logging, JetStream storage in a directory of the caller's.
 //

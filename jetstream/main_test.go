@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // A job whose spec is "block" plays until it is cancelled; any other
 // completes at once.
 func workerMain(url, name string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
@@ -50,12 +50,24 @@ func workerMain(url, name string) int {
 		return 2
 	}
 	defer nc.Close()
-	b, err := Open(ctx, testConfig(nc, name))
+	cfg := testConfig(nc, name)
+	if os.Getenv(envPlay) == "pairs" {
+		cfg = benchConfig(nc)
+	}
+	b, err := Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cfg := WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}
+	wc := WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}
+	if os.Getenv(envPlay) == "pairs" {
+		rc, err := relayConfig()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		wc.Play, wc.Pairs = pairPlay(b, rc), 4
+	}
 	if path := os.Getenv(envStore); path != "" {
 		st, err := store.Open(ctx, path)
 		if err != nil {
@@ -68,13 +80,13 @@ func workerMain(url, name string) int {
 			replay = tool.Idempotent
 		}
 		build := pairBuilder(st, os.Getenv(envLoop), replay)
-		cfg.Play = playPair(build)
+		wc.Play = playPair(build)
 		if os.Getenv(envNoResume) == "" {
-			cfg.Resume = ResumeFromStore(st, build)
+			wc.Resume = ResumeFromStore(st, build)
 		}
 	}
 	fmt.Println("ready")
-	if err := b.Work(ctx, cfg); err != nil {
+	if err := b.Work(ctx, wc); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,12 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	cs := &cancels{fns: make(map[string]context.CancelFunc)}
+	csub, err := b.watchCancels(cs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = csub.Unsubscribe() }()
 	// Jobs play under playCtx, which outlives ctx by at most cfg.Drain.
 	playCtx, stopPlay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPlay()
@@ -78,14 +85,14 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 	}()
 	var wg sync.WaitGroup
 	for range cfg.Pairs {
-		wg.Go(func() { b.slot(ctx, playCtx, cfg) })
+		wg.Go(func() { b.slot(ctx, playCtx, cs, cfg) })
 	}
 	wg.Wait()
 	return nil
 }
 
 // slot fetches and plays one job at a time until ctx is done.
-func (b *Backend) slot(ctx, playCtx context.Context, cfg WorkerConfig) {
+func (b *Backend) slot(ctx, playCtx context.Context, cs *cancels, cfg WorkerConfig) {
 	wait := min(b.cfg.AckWait, time.Second)
 	for ctx.Err() == nil {
 		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
@@ -104,14 +111,14 @@ func (b *Backend) slot(ctx, playCtx context.Context, cfg WorkerConfig) {
 			continue
 		}
 		for msg := range batch.Messages() {
-			b.handle(playCtx, msg, cfg)
+			b.handle(playCtx, cs, msg, cfg)
 		}
 	}
 }
 
 // handle claims a delivered job and plays it, or settles a delivery that
 // must not be played.
-func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, cfg WorkerConfig) {
+func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cfg WorkerConfig) {
 	jobID := msg.Headers().Get(nats.MsgIdHdr)
 	meta, err := msg.Metadata()
 	if jobID == "" || err != nil {
@@ -159,7 +166,7 @@ func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, cfg WorkerConfi
 	if resumed {
 		play = cfg.Resume
 	}
-	rep := b.play(ctx, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
+	rep := b.play(ctx, cs, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
 	if rep.State == job.Cancelled && ctx.Err() != nil {
 		// Draining past its bound: hand the job back.
 		_ = msg.Nak()
@@ -183,33 +190,22 @@ func (b *Backend) handle(ctx context.Context, msg jetstream.Msg, cfg WorkerConfi
 }
 
 // play runs the job under a context that its cancel key cancels, sending
-// heartbeats while it plays.
-func (b *Backend) play(ctx context.Context, msg jetstream.Msg, j job.Job, play PlayFunc) job.Report {
+// heartbeats while it plays. The worker's one subscription to the cancel
+// keys tells it of a request made while it plays; a request made before
+// it registered the job is in the bucket, which it reads once after.
+func (b *Backend) play(ctx context.Context, cs *cancels, msg jetstream.Msg, j job.Job, play PlayFunc) job.Report {
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := b.kv.Watch(jctx, cancelKey(j.ID))
-	if err != nil {
+	cs.add(j.ID, cancel)
+	defer cs.remove(j.ID)
+	if _, err := b.kv.Get(jctx, cancelKey(j.ID)); err == nil {
+		cancel()
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "state_unreachable", Error: err.Error()}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer func() { _ = w.Stop() }()
 	defer cancel()
-	wg.Go(func() {
-		for {
-			select {
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil && e.Operation() == jetstream.KeyValuePut {
-					cancel()
-				}
-			case <-jctx.Done():
-				return
-			}
-		}
-	})
 	wg.Go(func() {
 		t := time.NewTicker(b.cfg.AckWait / 3)
 		defer t.Stop()
@@ -223,6 +219,45 @@ func (b *Backend) play(ctx context.Context, msg jetstream.Msg, j job.Job, play P
 		}
 	})
 	return callPlay(jctx, j, play)
+}
+
+// cancels holds the cancel funcs of the jobs a worker plays.
+type cancels struct {
+	mu  sync.Mutex
+	fns map[string]context.CancelFunc
+}
+
+func (c *cancels) add(jobID string, fn context.CancelFunc) {
+	c.mu.Lock()
+	c.fns[jobID] = fn
+	c.mu.Unlock()
+}
+
+func (c *cancels) remove(jobID string) {
+	c.mu.Lock()
+	delete(c.fns, jobID)
+	c.mu.Unlock()
+}
+
+func (c *cancels) fire(jobID string) {
+	c.mu.Lock()
+	fn := c.fns[jobID]
+	c.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// watchCancels subscribes to the puts of the bucket's cancel keys: one
+// subscription for the worker instead of a watch per job.
+func (b *Backend) watchCancels(cs *cancels) (*nats.Subscription, error) {
+	prefix := "$KV." + b.cfg.Name + "_state." + cancelKey("")
+	return b.cfg.Conn.Subscribe(prefix+">", func(m *nats.Msg) {
+		if op := m.Header.Get("KV-Operation"); op != "" {
+			return // a delete or a purge, not a request
+		}
+		cs.fire(strings.TrimPrefix(m.Subject, prefix))
+	})
 }
 
 // callPlay contains a panic of play as a failed job.

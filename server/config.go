@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -79,6 +80,27 @@ type Built struct {
 // not shown. ctx is the request's context after Config.SubmitContext.
 type BuildFunc func(ctx context.Context, req BuildRequest) (Built, error)
 
+// History is what the server reads of the pairs it does not keep in
+// memory: a pair's record, its timeline by sequence included, and a
+// listing, newest first. An unknown pair is store.ErrNotFound. The SQLite
+// store implements it, and so does the JetStream backend, from its state
+// bucket and events stream; a pair whose record says it is queued or
+// running is followed by reading it again every StorePoll.
+type History interface {
+	Pair(ctx context.Context, pairID string) (store.PairRecord, error)
+	ListPairs(ctx context.Context, o store.ListOptions) ([]store.PairSummary, error)
+}
+
+var _ History = (*store.Store)(nil)
+
+// Queue is a job backend whose workers, in other processes, play the
+// pairs: the server submits a pair's spec under the pair's ID and serves
+// the pair from History. The JetStream backend implements it.
+type Queue interface {
+	job.Backend
+	Submit(ctx context.Context, j job.Job) (job.Status, error)
+}
+
 // Example is one spec the start form offers.
 type Example struct {
 	Name        string `json:"name"`
@@ -89,10 +111,13 @@ type Example struct {
 
 // Config configures a Server. New copies it.
 type Config struct {
-	// Scheduler runs the pairs; Store is where they are recorded. Both are
-	// required, and both are the host's: the server never closes them.
+	// Scheduler runs the pairs in this process; Queue, instead, hands
+	// them to workers in other processes. Exactly one is required.
+	// Store is where the server reads the pairs it does not keep in
+	// memory; required. All are the host's: the server never closes them.
 	Scheduler *scheduler.Scheduler
-	Store     *store.Store
+	Queue     Queue
+	Store     History
 	// Build turns a submitted spec into a pair; required.
 	Build BuildFunc
 	// DataDir is the server's data directory; each pair's workspace is
@@ -170,8 +195,10 @@ type Config struct {
 
 func (c *Config) normalize() error {
 	switch {
-	case c.Scheduler == nil:
+	case c.Scheduler == nil && c.Queue == nil:
 		return bound.Missing("server.scheduler")
+	case c.Scheduler != nil && c.Queue != nil:
+		return bound.Malformedf("server.queue", "a server takes a scheduler or a queue, not both")
 	case c.Store == nil:
 		return bound.Missing("server.store")
 	case c.Build == nil:

@@ -26,6 +26,14 @@
 // end. A pair another process records into the same store is followed
 // from the store, and cannot be cancelled here.
 //
+// # Pairs played elsewhere
+//
+// With a Queue instead of a Scheduler (Config.Queue) the server plays no
+// pair: it checks a spec with the host's BuildFunc, submits the spec
+// under the new pair's ID, and serves every pair from Config.Store, a
+// History that the SQLite store and the JetStream backend both
+// implement. The queue's acknowledgement makes the 201 durable.
+//
 // # Untrusted input
 //
 // Every body is bounded; a spec that arrives over HTTP is decoded by the
@@ -42,7 +50,8 @@
 // hold every connection.
 //
 // The package knows pairs through the scheduler's and the orchestrator's
-// public APIs and recorded pairs through the store's read side. It must
+// public APIs, a queue through package job, and recorded pairs through
+// History, whose values are the store's read-side types. It must
 // not know how a spec becomes a pair (the host's BuildFunc), any provider
 // or tool, or the kernel's engine.
 package server

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/scheduler"
@@ -53,6 +54,10 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	task := r.URL.Query().Get("task")
+	if task != "" && s.cfg.Queue != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "task", Message: "task: not taken when workers play the pairs; put it in the spec"})
+		return
+	}
 	if task != "" {
 		if err := bound.Text("task", task, bound.MaxMessageBytes); err != nil {
 			writeError(w, http.StatusBadRequest, apiError{Code: codeBadRequest, Field: "task", Message: err.Error()})
@@ -102,6 +107,10 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		fail(w, http.StatusInternalServerError, codeInternal, "building the pair failed")
+		return
+	}
+	if s.cfg.Queue != nil {
+		s.enqueue(w, r, ws, built, pairID, body)
 		return
 	}
 	if err := s.accept(pairID, journalEntry{ContentType: ct, Task: task, Body: body}); err != nil {
@@ -157,6 +166,24 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, v)
 }
 
+// enqueue submits a built pair's spec to the queue. The build only
+// checked the spec: a worker builds the pair again from the same bytes.
+// The queue's acknowledgement makes the 201 durable, so no journal is
+// written.
+func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, built Built, pairID string, body []byte) {
+	s.discard(ws, built)
+	if _, err := s.cfg.Queue.Submit(r.Context(), job.Job{ID: pairID, Spec: body}); err != nil {
+		fail(w, http.StatusInternalServerError, codeInternal, "submitting the pair failed")
+		return
+	}
+	v, err := s.describe(r.Context(), pairID)
+	if err != nil {
+		v = pairView{ID: pairID, State: job.Queued.String(), Workers: []workerView{}, Links: linksOf(pairID)}
+	}
+	w.Header().Set("Location", "/v1/pairs/"+pairID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
 // callBuild calls the host's BuildFunc, containing a panic.
 func (s *Server) callBuild(ctx context.Context, req BuildRequest) (b Built, err error) {
 	defer func() {
@@ -206,6 +233,10 @@ func (s *Server) storeError(w http.ResponseWriter, err error) {
 func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 	pairID := r.PathValue("id")
 	e := s.lookup(pairID)
+	if e == nil && s.cfg.Queue != nil {
+		s.cancelQueued(w, r, pairID)
+		return
+	}
 	if e == nil {
 		v, err := s.describe(r.Context(), pairID)
 		if err != nil {
@@ -232,6 +263,31 @@ func (s *Server) cancelPair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, _ := s.describe(r.Context(), pairID)
+	writeJSON(w, http.StatusAccepted, v)
+}
+
+// cancelQueued cancels a pair that a worker plays, or will: 202 while
+// it has not ended, 409 once it has.
+func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, pairID string) {
+	st, err := s.cfg.Queue.Status(r.Context(), pairID)
+	if err == nil && !st.State.Terminal() {
+		err = s.cfg.Queue.Cancel(r.Context(), pairID)
+	}
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		fail(w, http.StatusNotFound, codeNotFound, "no such pair")
+		return
+	case err != nil:
+		fail(w, http.StatusInternalServerError, codeInternal, "cancelling failed")
+		return
+	case st.State.Terminal():
+		writeError(w, http.StatusConflict, apiError{Code: codeEnded, Message: "the pair has ended: " + st.State.String()})
+		return
+	}
+	v, err := s.describe(r.Context(), pairID)
+	if err != nil {
+		v = pairView{ID: pairID, State: st.State.String(), Workers: []workerView{}, Links: linksOf(pairID)}
+	}
 	writeJSON(w, http.StatusAccepted, v)
 }
 

@@ -257,10 +257,14 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 	}
 }
 
+// statusQueued is the status a History gives a pair that a queue holds
+// and no worker has started.
+const statusQueued store.Status = "queued"
+
 // ended reports whether the store holds the pair's end: its terminal, or
-// a state other than running (interrupted: its process is gone).
+// a state other than queued or running (interrupted: its process is gone).
 func ended(rec store.PairRecord) bool {
-	if rec.Summary.Status != store.StatusRunning {
+	if st := rec.Summary.Status; st != store.StatusRunning && st != statusQueued {
 		return true
 	}
 	n := len(rec.Events)

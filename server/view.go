@@ -97,6 +97,9 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 		return v, err
 	default:
 		s.fromRecord(&v, rec)
+		if !inMemory && s.cfg.Queue != nil {
+			v.Cancellable = v.State == string(statusQueued) || v.State == string(store.StatusRunning)
+		}
 	}
 	if inMemory {
 		v.State = info.State.String()

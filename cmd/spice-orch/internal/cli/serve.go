@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
@@ -45,6 +49,9 @@ type serveFlags struct {
 	approveTimeout time.Duration
 	keepPairs      int
 	keepFor        time.Duration
+	// nats, or embeddedNATS (a storage directory) with natsListen, hands
+	// the pairs to workers through JetStream instead of the scheduler.
+	nats, embeddedNATS, natsListen, natsName string
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -109,7 +116,13 @@ until --approve-timeout denies it. A spec's approve: field chooses its
 policy; a spec without one gets --approve (default mutating).
 
 Built-in scripted pairs are paced (--pace) so they can be watched; --demo
-starts one at start-up.`,
+starts one at start-up.
+
+With --nats URL, or --embedded-nats DIR (a NATS server in this process,
+JetStream storage in DIR, listening on --nats-listen), serve runs no
+pair itself: it submits each pair's spec to JetStream, 'spice-orch
+worker' processes play it, and serve streams the pair's timeline from
+JetStream's events stream, the same frames as above.`,
 		Example: `  spice-orch serve
   spice-orch serve --addr 127.0.0.1:8080 --pairs 8 --queue 256
   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 spice-orch serve --otel
@@ -137,6 +150,10 @@ starts one at start-up.`,
 	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
 	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
 	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
+	fl.StringVar(&f.nats, "nats", "", "hand pairs to 'spice-orch worker' processes through this NATS JetStream server, and stream them from it")
+	fl.StringVar(&f.embeddedNATS, "embedded-nats", "", "as --nats, with a NATS server started in this process that keeps JetStream's storage in this directory")
+	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "where the --embedded-nats server listens for workers")
+	fl.StringVar(&f.natsName, "nats-backend", "spice", "the job backend's name on the NATS server (as worker --name)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
 	fl.IntVar(&f.keepPairs, "keep-workspaces", 0, "keep the workspaces of the newest N ended pairs, removing older ones (0: no count bound)")
 	fl.DurationVar(&f.keepFor, "keep-workspaces-for", 0, "remove an ended pair's workspace once it is older than this, e.g. 168h (0: no age bound)")
@@ -211,9 +228,26 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	// The server keeps what it shows of a finished pair (its feed, within
 	// a byte bound, and its final state), so the scheduler need keep few
 	// finished jobs, each holding its pair's whole timeline.
-	sched, err := scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, Retain: 16})
-	if err != nil {
-		return usageErr(err)
+	var queue *jetstream.Backend
+	if f.nats != "" || f.embeddedNATS != "" {
+		q, closeQueue, err := openQueue(ctx, env, f)
+		if err != nil {
+			return err
+		}
+		defer closeQueue()
+		queue = q
+	}
+	var sched *scheduler.Scheduler
+	if queue == nil {
+		if sched, err = scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, Retain: 16}); err != nil {
+			return usageErr(err)
+		}
+	}
+	shutdown := func(ctx context.Context) error {
+		if sched == nil {
+			return nil
+		}
+		return sched.Shutdown(ctx)
 	}
 	var rec eventlog.Observer = st
 	if hooks.store != nil {
@@ -226,9 +260,14 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
 		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor,
 	}
-	if tel != nil {
+	if queue != nil {
+		// Workers play the pairs: serve submits them to the queue and
+		// reads them back from its events stream.
+		cfg.Scheduler, cfg.Queue, cfg.Store, cfg.StorePoll = nil, queue, queue, queueStorePoll
+	}
+	if tel != nil && sched != nil {
 		if err := tel.observeScheduler(sched); err != nil {
-			_ = sched.Shutdown(context.Background())
+			_ = shutdown(context.Background())
 			return failed(fmt.Errorf("telemetry: %w", err))
 		}
 		cfg.Metrics = tel.metrics()
@@ -236,7 +275,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
-		_ = sched.Shutdown(context.Background())
+		_ = shutdown(context.Background())
 		return usageErr(err)
 	}
 	// Pairs an earlier serve on this data directory accepted and never
@@ -248,7 +287,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		_ = sched.Shutdown(context.Background())
+		_ = shutdown(context.Background())
 		return failed(err)
 	}
 	hs := srv.HTTPServer()
@@ -259,7 +298,10 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if f.token == "" {
 		fmt.Fprintln(env.Stdout, "loopback only, no token: open the page in a browser on this machine")
 	}
-	if f.demo {
+	if queue != nil {
+		fmt.Fprintf(env.Stdout, "spice-orch serve: pairs go to workers through NATS at %s (backend %q)\n", queue.URL(), f.natsName)
+	}
+	if f.demo && queue == nil {
 		if err := startDemo(srv.Handler(), f.token); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch serve: the demo pair did not start: %v\n", err)
 		}
@@ -280,7 +322,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	shut := make(chan error, 1)
-	go func() { shut <- sched.Shutdown(sctx) }()
+	go func() { shut <- shutdown(sctx) }()
 	closeErr := srv.Close(sctx)
 	_ = hs.Shutdown(sctx)
 	if err := <-shut; err != nil {
@@ -293,4 +335,56 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		return failed(serveErr)
 	}
 	return nil
+}
+
+// queueStorePoll is how often a stream of a pair that a worker plays
+// reads the events stream for its next events.
+const queueStorePoll = 100 * time.Millisecond
+
+// openQueue connects to the NATS server of --nats, or starts one in this
+// process for --embedded-nats, and opens the JetStream job backend on
+// it. The returned func closes what it opened.
+func openQueue(ctx context.Context, env Env, f serveFlags) (*jetstream.Backend, func(), error) {
+	if f.nats != "" && f.embeddedNATS != "" {
+		return nil, nil, usageErr(errors.New("--nats and --embedded-nats exclude each other"))
+	}
+	url := f.nats
+	stopServer := func() {}
+	if f.embeddedNATS != "" {
+		host, port, err := net.SplitHostPort(f.natsListen)
+		if err != nil {
+			return nil, nil, usageErr(fmt.Errorf("--nats-listen: %w", err))
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 0 || n > 65535 {
+			return nil, nil, usageErr(errors.New("--nats-listen: the port must be a number from 0 to 65535"))
+		}
+		srv, err := jetstream.StartEmbedded(jetstream.EmbeddedConfig{Dir: f.embeddedNATS, Host: host, Port: n})
+		if err != nil {
+			return nil, nil, failed(fmt.Errorf("embedded NATS: %w", err))
+		}
+		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
+		url = srv.ClientURL()
+		fmt.Fprintf(env.Stdout, "spice-orch serve: NATS with JetStream at %s (storage %s)\n", url, f.embeddedNATS)
+	}
+	nc, err := nats.Connect(url, nats.Name("spice-orch serve"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil: this process closed the connection
+				fmt.Fprintf(env.Stderr, "spice-orch serve: disconnected from NATS: %v\n", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			fmt.Fprintln(env.Stderr, "spice-orch serve: reconnected to NATS")
+		}))
+	if err != nil {
+		stopServer()
+		return nil, nil, failed(fmt.Errorf("nats: %w", err))
+	}
+	b, err := jetstream.Open(ctx, jetstream.Config{Conn: nc, Name: f.natsName})
+	if err != nil {
+		nc.Close()
+		stopServer()
+		return nil, nil, failed(fmt.Errorf("jetstream: %w", err))
+	}
+	return b, func() { nc.Close(); stopServer() }, nil
 }

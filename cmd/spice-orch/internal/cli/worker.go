@@ -38,7 +38,8 @@ func newWorkerCmd(env Env) *cobra.Command {
 (--pairs at once), build its pair from the job's spec as serve builds a
 spec sent over HTTP (no workspace, no plugins, no openai base_url), play
 it, and record its terminal state. Each pair gets its own workspace under
---data-dir and is recorded in the local store.
+--data-dir and is recorded in the local store; its timeline also goes to
+the server's events stream, from which 'serve --nats' streams it.
 
 A job is held with heartbeats while it plays. If this worker dies, the
 job is delivered to another worker after the ack wait, which resumes the
@@ -103,7 +104,9 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	defer st.Close()
 	nc, err := nats.Connect(f.url, nats.Name("spice-orch worker"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			fmt.Fprintf(env.Stderr, "spice-orch worker: disconnected from NATS: %v\n", err)
+			if err != nil { // nil: this process closed the connection
+				fmt.Fprintf(env.Stderr, "spice-orch worker: disconnected from NATS: %v\n", err)
+			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			fmt.Fprintln(env.Stderr, "spice-orch worker: reconnected to NATS")
@@ -122,7 +125,15 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		ready()
 	}
 	play := func(ctx context.Context, j job.Job) job.Report {
-		return playJob(ctx, bld, filepath.Join(dataDir, "workspaces"), j)
+		pub, err := b.Timeline(j.ID, jetstream.TimelineConfig{})
+		if err != nil {
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "spec_refused", Error: err.Error()}
+		}
+		rep := playJob(ctx, bld, filepath.Join(dataDir, "workspaces"), j, pub)
+		// A pair's terminal publishes what is left; a pair that never
+		// started has nothing to publish.
+		_ = pub.Flush(context.WithoutCancel(ctx))
+		return rep
 	}
 	// A job delivered again after it started is resumed from this
 	// store's record of its pair, built again as play built it.
@@ -141,10 +152,14 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	return nil
 }
 
+// discard is the timeline of a resumed pair: its continuation is
+// recorded in the worker's store only, since the events stream carries a
+// pair's timeline from its first event.
 var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
 
-// playJob builds the job's pair from its spec and plays it to its end.
-func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) job.Report {
+// playJob builds the job's pair from its spec and plays it to its end,
+// its timeline told to timeline after the local store.
+func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job, timeline eventlog.Observer) job.Report {
 	rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
 	ws := filepath.Join(workspaces, j.ID)
 	if err := os.Mkdir(ws, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -152,7 +167,7 @@ func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job) jo
 		return rep
 	}
 	built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
-		ContentType: "application/yaml", Timeline: discard})
+		ContentType: "application/yaml", Timeline: timeline})
 	if err != nil {
 		rep.Reason, rep.Error = "spec_refused", err.Error()
 		return rep

@@ -1,0 +1,335 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"iter"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/orchestrator"
+)
+
+// Limits and defaults of the events stream and its batches.
+const (
+	// DefaultEventBytes bounds the events stream; DefaultPairEvents the
+	// messages it keeps per pair.
+	DefaultEventBytes = 256 << 20
+	DefaultPairEvents = 1 << 16
+	// DefaultBatch is how many events one message carries at most, and
+	// DefaultLinger how long the first event of an unfilled batch waits
+	// for more before the batch is published anyway.
+	DefaultBatch  = 64
+	DefaultLinger = 20 * time.Millisecond
+	MaxBatch      = 4096
+	// batchBytes is where a batch is published whatever its count: well
+	// under the message size limit, so one more event still fits.
+	batchBytes = 256 << 10
+)
+
+// ErrGap is returned by a timeline reader that finds an event missing
+// after its cursor: the stream's limits let it go.
+var ErrGap = errors.New("jetstream: the pair's timeline has a gap")
+
+// ErrBadBatch is returned for an events message that is not a batch of
+// events in sequence.
+var ErrBadBatch = errors.New("jetstream: malformed events message")
+
+// eventsSubject is where a pair's timeline goes; one subject per pair
+// lets a reader filter it out of the stream.
+func (b *Backend) eventsSubject(pairID string) string { return b.cfg.Name + ".ev." + pairID }
+
+// openEvents creates or updates the events stream.
+func (b *Backend) openEvents(ctx context.Context) error {
+	s, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              b.cfg.Name + "_events",
+		Subjects:          []string{b.cfg.Name + ".ev.>"},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Discard:           jetstream.DiscardOld,
+		MaxBytes:          b.cfg.MaxEventBytes,
+		MaxAge:            b.cfg.MaxAge,
+		MaxMsgsPerSubject: b.cfg.MaxPairEvents,
+		MaxMsgSize:        maxPayload,
+		Duplicates:        2 * time.Minute,
+	})
+	b.events = s
+	return err
+}
+
+// TimelineConfig configures a pair's timeline publisher.
+type TimelineConfig struct {
+	// Batch is the most events one message carries: 1 sends each event
+	// alone, 0 means DefaultBatch. Linger bounds how long an event waits
+	// for its batch to fill; 0 means DefaultLinger.
+	Batch  int
+	Linger time.Duration
+}
+
+// Timeline returns an observer that publishes the pair's timeline to the
+// events stream. Place it among the pair's required observers. Events
+// travel in batches of consecutive sequences, each message's Nats-Msg-Id
+// naming the pair and its range, so that a batch published twice is
+// stored once. A batch is published when it is full, when Linger has
+// passed since its first event, and at the pair's terminal, which
+// Observe returns only once every batch of the pair is stored: a pair
+// that has ended has its whole timeline on the stream.
+func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error) {
+	if err := id.Check("pair.id", pairID); err != nil {
+		return nil, err
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.Batch < 1 || cfg.Batch > MaxBatch {
+		return nil, bound.Count("timeline.batch", cfg.Batch, MaxBatch)
+	}
+	if cfg.Linger < 0 {
+		return nil, bound.Malformedf("timeline.linger", "must not be negative")
+	}
+	return &Publisher{b: b, cfg: cfg, pairID: pairID, subject: b.eventsSubject(pairID)}, nil
+}
+
+// Publisher publishes one pair's timeline; see Backend.Timeline.
+type Publisher struct {
+	b       *Backend
+	cfg     TimelineConfig
+	pairID  string
+	subject string
+
+	mu          sync.Mutex
+	buf         []byte // the batch: events' canonical JSON, one a line
+	first, last uint64 // the batch's range; first is 0 when it is empty
+	n           int
+	timer       *time.Timer
+	acks        []jetstream.PubAckFuture // batches published, not known stored
+	err         error                    // the first failure; every later Observe returns it
+}
+
+// Observe adds e to the batch and publishes the batch when it is due.
+// An event out of sequence, or one too large for a message, is refused.
+func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	if p.last != 0 && e.Seq() != p.last+1 {
+		return bound.Malformedf("timeline.seq", "event "+strconv.FormatUint(e.Seq(), 10)+" does not follow "+strconv.FormatUint(p.last, 10))
+	}
+	if e.EncodedLen() > maxPayload-1024 {
+		return bound.Bytes("timeline.event", e.EncodedLen(), maxPayload-1024)
+	}
+	if p.n > 0 && len(p.buf)+e.EncodedLen() > batchBytes {
+		p.flushLocked()
+	}
+	if p.n == 0 {
+		p.first = e.Seq()
+	}
+	p.buf = append(e.AppendJSON(p.buf), '\n')
+	p.last = e.Seq()
+	p.n++
+	terminal := orchestrator.Terminal(e.Kind())
+	switch {
+	case terminal || p.n >= p.cfg.Batch:
+		p.flushLocked()
+	case p.n == 1:
+		if p.timer == nil {
+			p.timer = time.AfterFunc(p.cfg.Linger, p.linger)
+		} else {
+			p.timer.Reset(p.cfg.Linger)
+		}
+	}
+	if terminal {
+		return p.settleLocked(ctx)
+	}
+	return p.err
+}
+
+// linger publishes a batch that did not fill in time.
+func (p *Publisher) linger() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n > 0 {
+		p.flushLocked()
+	}
+}
+
+// flushLocked publishes the batch without waiting for its ack; the
+// backend bounds the acks in flight.
+func (p *Publisher) flushLocked() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	msg := nats.NewMsg(p.subject)
+	msg.Header.Set(nats.MsgIdHdr, p.pairID+"."+strconv.FormatUint(p.first, 10)+"-"+strconv.FormatUint(p.last, 10))
+	msg.Data = p.buf
+	p.buf, p.n, p.first = nil, 0, 0
+	f, err := p.b.js.PublishMsgAsync(msg)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	p.acks = append(p.acks, f)
+	// Drop the acks already in, so that a long pair keeps few.
+	done := 0
+	for done < len(p.acks) {
+		select {
+		case <-p.acks[done].Ok():
+			done++
+			continue
+		case err := <-p.acks[done].Err():
+			p.fail(err)
+			done++
+			continue
+		default:
+		}
+		break
+	}
+	p.acks = append(p.acks[:0], p.acks[done:]...)
+}
+
+func (p *Publisher) fail(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+// settleLocked waits until every published batch is stored.
+func (p *Publisher) settleLocked(ctx context.Context) error {
+	for _, f := range p.acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			p.fail(err)
+		case <-ctx.Done():
+			p.fail(ctx.Err())
+		}
+	}
+	p.acks = nil
+	return p.err
+}
+
+// Flush publishes the batch and waits until every batch is stored. A
+// pair's terminal does this itself; Flush is for a timeline that stops
+// without one.
+func (p *Publisher) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n > 0 {
+		p.flushLocked()
+	}
+	return p.settleLocked(ctx)
+}
+
+// Events yields the pair's timeline after the cursor, in sequence, each
+// event once: what the stream holds, then what it receives, until the
+// pair's terminal, ctx's end or an error (ErrGap when an event after the
+// cursor is gone). A batch stored twice, or an event before the cursor,
+// is skipped. With follow false it stops at the last event stored.
+func (b *Backend) Events(ctx context.Context, pairID string, after uint64, follow bool) iter.Seq2[eventlog.Event, error] {
+	return func(yield func(eventlog.Event, error) bool) {
+		if err := id.Check("pair.id", pairID); err != nil {
+			yield(eventlog.Event{}, err)
+			return
+		}
+		subject := b.eventsSubject(pairID)
+		if !follow {
+			if _, err := b.events.GetLastMsgForSubject(ctx, subject); err != nil {
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					err = job.ErrNotFound
+				}
+				yield(eventlog.Event{}, err)
+				return
+			}
+		}
+		cons, err := b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		if err != nil {
+			yield(eventlog.Event{}, err)
+			return
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(64))
+		if err != nil {
+			yield(eventlog.Event{}, err)
+			return
+		}
+		defer it.Stop()
+		stop := context.AfterFunc(ctx, it.Stop)
+		defer stop()
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					err = ctx.Err()
+				}
+				yield(eventlog.Event{}, err)
+				return
+			}
+			evs, err := decodeBatch(msg.Data())
+			if err != nil {
+				yield(eventlog.Event{}, err)
+				return
+			}
+			for _, e := range evs {
+				switch {
+				case e.Seq() <= after && orchestrator.Terminal(e.Kind()):
+					return // the cursor is at the terminal: nothing follows
+				case e.Seq() <= after:
+					continue
+				case e.Seq() > after+1:
+					yield(eventlog.Event{}, ErrGap)
+					return
+				}
+				after = e.Seq()
+				if !yield(e, nil) || orchestrator.Terminal(e.Kind()) {
+					return
+				}
+			}
+			if !follow {
+				if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
+					return
+				}
+			}
+		}
+	}
+}
+
+// decodeBatch reads an events message: events' canonical JSON, one a
+// line, in consecutive sequence.
+func decodeBatch(data []byte) ([]eventlog.Event, error) {
+	if len(data) > maxPayload {
+		return nil, ErrBadBatch
+	}
+	var evs []eventlog.Event
+	for len(data) > 0 {
+		line, rest, ok := bytes.Cut(data, []byte{'\n'})
+		if !ok {
+			return nil, ErrBadBatch
+		}
+		data = rest
+		e, err := eventlog.Decode(line)
+		if err != nil {
+			return nil, ErrBadBatch
+		}
+		if n := len(evs); n > 0 && e.Seq() != evs[n-1].Seq()+1 {
+			return nil, ErrBadBatch
+		}
+		evs = append(evs, e)
+	}
+	if len(evs) == 0 {
+		return nil, ErrBadBatch
+	}
+	return evs, nil
+}
