@@ -22,9 +22,10 @@
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
 //     logging, JetStream storage in a directory of the caller's.
 //
-// A job delivered again after it started is not played again: until
-// pairs can resume from their recorded timeline, it ends failed with
-// reason job.ReasonInterrupted (D2: a pair is never re-run silently).
+// A job delivered again after it started is not played again: a worker
+// does not resume a pair from its recorded timeline, so the job ends
+// failed with reason job.ReasonInterrupted (D2: a pair is never re-run
+// silently).
 //
 // Every stream and bucket has explicit limits (messages, bytes, age, value
 // size), and publishing keeps a bounded number of acks in flight. The
