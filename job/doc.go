@@ -1,8 +1,10 @@
 // Package job is the job model that every job backend shares: what a pair
 // job is (its ID, its attempt and its spec), the states it goes through,
 // what a worker reports about an attempt, and the Backend interface that
-// serve, the command line and hosts use whichever backend runs the jobs —
-// the in-process scheduler or a fleet of workers on JetStream.
+// both backends implement — the in-process scheduler (Scheduler.Jobs) and
+// a fleet of workers on JetStream — so that a host can treat either the
+// same way. (The HTTP server is built on the scheduler itself; the
+// command line's worker plays job.Job values and answers with job.Report.)
 //
 // It owns values only. It must not know a transport, a store, a pair's
 // configuration or how a backend keeps its jobs: a spec is bytes a worker

@@ -28,7 +28,12 @@
 // timeline cursor. Close drains; Shutdown cancels the queued and running
 // jobs; when either returns nil every pair and slot goroutine has ended.
 //
-// It must not know the kernel's engine, a provider's wire format, a
-// transport or a store: it knows pairs only through the orchestrator's
-// public API, and never changes what a pair does.
+// It knows pairs through the orchestrator's public API. Its one reach
+// below that is Config.ModelOps: it wraps the model.Provider of each
+// worker's engine configuration in a gate that waits for a free slot, and
+// a wait longer than Config.ModelWait fails the operation with a
+// retryable *model.ProviderError; otherwise it never changes what a pair
+// does. Of the kernel's engine it uses only the Clock type. It must not
+// know how the engine runs a turn, a provider's wire format, a transport
+// or a store.
 package scheduler

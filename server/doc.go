@@ -1,7 +1,10 @@
-// Package server is the HTTP face of a job backend: a JSON API under /v1
-// to submit, list, inspect and cancel pairs, each pair's timeline as
-// Server-Sent Events and as JSON lines, an OpenAPI 3.1 document, and an
-// embedded web UI that draws a pair live, one lane per worker (S1–S3).
+// Package server is the HTTP face of the in-process job backend
+// (package scheduler): a JSON API under /v1 to submit, list, inspect and
+// cancel pairs and to answer their approval questions, each pair's
+// timeline as Server-Sent Events and as JSON lines, an OpenAPI 3.1
+// document, a login page for token holders, an optional /metrics handler
+// the host supplies, and an embedded web UI that draws a pair live, one
+// lane per worker (S1–S3).
 //
 // # Durable order
 //

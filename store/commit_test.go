@@ -12,8 +12,9 @@ import (
 )
 
 // An event whose COMMIT fails is not acknowledged, and is not in the
-// store afterwards (issue 16, item 6: the other tests make the INSERT
-// fail, never the commit itself).
+// store afterwards. The failure is injected at the commit itself because
+// the other tests make the INSERT fail, which would not catch a store
+// that acknowledges before its commit returns.
 func TestK16_AFailedCommitIsNotAcknowledged(t *testing.T) {
 	ctx := context.Background()
 	path := dbPath(t)

@@ -13,8 +13,11 @@ import (
 )
 
 // logType says what a log records, decided by the first event the store
-// sees of it: a pair timeline starts with a pair kind, a run log with a run
-// kind. A pair timeline also holds run kinds, relayed from its runs.
+// sees of it: a pair timeline starts with a pair kind (one beginning with
+// orchestrator's KindPrefix, spelled here as pairPrefix), a run log with a
+// run kind. A pair timeline also holds run kinds, relayed from its runs in
+// the envelope orchestrator's schema names (FieldWorker, FieldRunID,
+// FieldRunSeq, FieldPayload), read by pairFields.relayOf.
 type logType string
 
 const (

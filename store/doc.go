@@ -30,8 +30,12 @@
 //
 // It knows the kernel's run event kinds (kernel/event) and reads a pair
 // timeline only as generic JSON by kind name ("pair.started", relayed run
-// events carrying worker, run_id, run_seq and payload): it must not import
-// the code that writes pair timelines, any provider or tool, or anything
-// that runs pairs. It never re-runs a tool or decides what to resume; it
-// records and reports.
+// events carrying worker, run_id, run_seq and payload). Those names are
+// the pair timeline schema defined in orchestrator's schema.go (KindPrefix,
+// the Kind* constants, the Field* names); store spells them itself in
+// pairjson.go because it must not import the code that writes pair
+// timelines, and a test in cmd/spice-orch/internal/compose checks that the
+// two agree. It must not import orchestrator, any provider or tool, or
+// anything that runs pairs. It never re-runs a tool or decides what to
+// resume; it records and reports.
 package store

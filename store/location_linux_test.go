@@ -35,8 +35,9 @@ func readOnlyDir(t *testing.T, dir string) {
 }
 
 // A WAL store closed cleanly and left on a read-only location opens
-// read-only and reads in full (issue 16, item 4), though SQLite cannot
-// create its shared-memory file there.
+// read-only and reads in full, though SQLite cannot create its
+// shared-memory file there: reading must work wherever recovery cannot
+// write.
 func TestReadOnlyOpenReadsAStoreOnAReadOnlyLocation(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -122,8 +122,9 @@ func requireInterrupted(t *testing.T, st *store.Store) {
 	require.Len(t, interrupted, 1)
 }
 
-// Two real processes (issue 16, item 2): while one records a pair, another
-// process's writable and read-only opens leave it running; once the first
+// Two real processes, because recovery must tell a live owner from a dead
+// one: while one records a pair, another process's writable and read-only
+// opens leave it running; once the first
 // is killed, the pair is interrupted and its mutating call uncertain, and
 // the next writable open marks them.
 func TestRecoveryLeavesAPairOfALiveOwnerRunning(t *testing.T) {

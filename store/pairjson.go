@@ -8,8 +8,12 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/id"
 )
 
-// Pair timeline kinds the store reads by name. Their payloads are defined
-// outside the kernel and outside this package, so they are read as generic
+// Pair timeline kinds the store reads by name. The pair timeline's schema
+// is defined once, in package orchestrator (schema.go: KindPrefix, the
+// Kind* constants and the Field* names); this package sits below it and
+// cannot import it, so it spells the same strings here and in pairFields'
+// tags. A test in cmd/spice-orch/internal/compose, which may import both,
+// fails if the two spellings drift apart. Payloads are read as generic
 // JSON, and a field that is missing or of another shape is simply absent.
 const (
 	kindPairStarted   = "pair.started"
@@ -33,7 +37,10 @@ func pairStatus(kind string) (Status, bool) {
 }
 
 // pairFields are the fields the store reads from any pair timeline
-// payload. Each is kept raw and interpreted by the helpers below.
+// payload. Each is kept raw and interpreted by the helpers below. The tags
+// spell orchestrator's Field* names (FieldPlanID, FieldReason, FieldWorker,
+// FieldRunID, FieldRunSeq, FieldPayload); "workers", "limit" and "problem"
+// are fields of orchestrator's Started and Ended payloads.
 type pairFields struct {
 	// pair.started
 	PlanID  json.RawMessage `json:"plan_id"`

@@ -5,10 +5,11 @@
 // of what is executed, and for an interpreted server also the entry file
 // and the dependency lock file. Connect refuses a relative path and any
 // drift, runs the verified open file (not the path), passes only the
-// arguments and environment the Config names, and starts the server as
-// proctree does for plugins: in a new PID namespace when the system
-// allows it, else in its own process group. Close ends the whole process
-// tree, a descendant that left the group for its own session included.
+// arguments and environment the Config names, and starts the server with
+// package proctree, as the plugin host does: in a new PID namespace when
+// the system allows it, else in its own process group. Close ends the
+// whole process tree, a descendant that left the group for its own
+// session included.
 //
 // A streamable-HTTP server is reached by a loopback or HTTPS URL. Its code
 // cannot be pinned: Server.Pinned reports false, and its tools are
@@ -25,7 +26,10 @@
 // left the client, definitive; after it, uncertain for a mutating tool and
 // never retried. A result with isError is a model-visible problem. A
 // cancelled call sends notifications/cancelled (stdio) or closes its
-// stream (HTTP) and ends with one outcome.
+// stream (HTTP) and ends with one outcome. A call whose context carries
+// an idempotency key (package idempotency) sends it in the request's
+// _meta under MetaIdempotencyKey, so that a server can refuse to apply a
+// call twice.
 //
 // It must not know about plans, runs, engines or pairs: the caller composes
 // the tools into a plan.

@@ -1,6 +1,8 @@
 // Package cli owns the spice-orch command line: the cobra commands (run,
-// validate, runs list|show|replay|resume, version, completion), their flags and
-// help, what they print, and the exit codes:
+// validate, runs list|show|replay|resume|diff, serve, worker, export-trace,
+// plugin digest|describe|pin|conformance|dev, mcp digest|describe,
+// version, completion), their flags and help, what they print, and the
+// exit codes:
 //
 //	0    the pair completed (approved, or a relay ran both workers)
 //	1    the pair failed, or a command failed (store, I/O)
@@ -30,7 +32,20 @@
 // test can send SIGINT at a known point of a run that otherwise finishes
 // in milliseconds. It is not shown in --help.
 //
+// Besides flags and output it still holds some wiring of its commands:
+// serve's composition of scheduler, store and server and its policy for
+// specs that arrive over HTTP (serve_build.go: such a spec may not choose
+// a place on the file system, spend the server's API key unless the
+// operator allowed it, or point a worker at another server), the
+// plugin log kept beside each pair timeline (pluginlog.go), the
+// OpenTelemetry providers built from --otel and the environment (otel.go,
+// serve_otel.go), how `run` answers approval questions from the terminal
+// or --approve-from (approve.go), and the JetStream worker loop
+// (worker.go).
+//
 // The package must not reach below the packages it composes: building a
 // pair is compose's, decoding a spec is spec's, drawing a timeline is
-// render's, and recording is the store's.
+// render's, recording is the store's, serving HTTP is server's, and
+// running jobs is the scheduler's or jetstream's. It must not know a
+// provider's wire format or run a tool itself.
 package cli

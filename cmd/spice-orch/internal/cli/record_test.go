@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -103,7 +105,9 @@ func runRefusing(t *testing.T, r *refusing, asJSON bool) (stdout, stderr, stored
 // A store that refuses an event, at every index of the built-in pair, once
 // or from there on: what `run --json` printed is exactly what the store
 // holds of the timeline, and the summary never says "recorded" for a pair
-// whose store refused an event (issue 16, item 3). The clean run records
+// whose store refused an event: printing comes after the store's
+// acknowledgement, so a SIGKILL or a full disk cannot leave a printed
+// event that replay lacks. The clean run records
 // into SQLite and compares with its replay; the refusing runs keep what
 // they accept in memory.
 func TestK16_RunPrintsOnlyWhatTheStoreAcknowledged(t *testing.T) {
@@ -144,5 +148,71 @@ func TestK16_RunPrintsOnlyWhatTheStoreAcknowledged(t *testing.T) {
 				require.Contains(t, stdout, want.String(), "what was shown is what the store holds")
 			})
 		}
+	}
+}
+
+// refusingRun stands for a store that refuses the at-th event of a run
+// log it is told of (a run log's name holds a '/', a pair's does not) and
+// accepts every other event without keeping it.
+type refusingRun struct {
+	at int
+
+	mu  sync.Mutex
+	n   int
+	log string // the refused event's run and sequence
+	seq uint64
+}
+
+func (r *refusingRun) Observe(_ context.Context, e eventlog.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !strings.Contains(e.Log(), "/") {
+		return nil
+	}
+	r.n++
+	if r.n == r.at {
+		r.log, r.seq = e.Log(), e.Seq()
+		return errRefused
+	}
+	return nil
+}
+
+// A run event the store refused in its run's log is not printed either:
+// the printer sees a relayed run event only once the store acknowledged
+// the run's own copy, so what stderr says ("not printed") holds.
+func TestK16_RunDoesNotPrintARunEventTheStoreRefused(t *testing.T) {
+	for _, at := range []int{1, 2, 3, 5, 8} {
+		t.Run(strconv.Itoa(at), func(t *testing.T) {
+			r := &refusingRun{at: at}
+			db := filepath.Join(t.TempDir(), "runs.db")
+			var out, errOut bytes.Buffer
+			home := t.TempDir()
+			getenv := func(k string) string {
+				if k == "HOME" {
+					return home
+				}
+				return ""
+			}
+			code := Main(context.Background(), []string{"run", "--store", db, "--json"},
+				Env{Stdout: &out, Stderr: &errOut, Getenv: getenv,
+					wrapStore: func(eventlog.Observer) eventlog.Observer { return r }})
+			require.Equal(t, ExitFailed, code, errOut.String())
+			require.Contains(t, errOut.String(), "the store refused 1 events")
+			r.mu.Lock()
+			log, seq := r.log, r.seq
+			r.mu.Unlock()
+			require.NotEmpty(t, log)
+			for line := range bytes.Lines(out.Bytes()) {
+				var ev struct {
+					Payload struct {
+						RunID  string `json:"run_id"`
+						RunSeq uint64 `json:"run_seq"`
+					} `json:"payload"`
+				}
+				require.NoError(t, json.Unmarshal(line, &ev))
+				require.False(t, ev.Payload.RunID == log && ev.Payload.RunSeq == seq,
+					"printed %s, the run event the store refused", line)
+			}
+		})
 	}
 }

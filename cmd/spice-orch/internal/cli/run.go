@@ -70,7 +70,7 @@ in sequence order: byte for byte what 'spice-orch runs replay ID --json'
 prints later.
 
 Ctrl-C cancels the pair cleanly: the active run is cancelled, no further
-run starts, and the timeline ends with one pair.cancelled (exit 130). A
+run starts, and the timeline ends with one ` + orchestrator.KindCancelled + ` (exit 130). A
 second Ctrl-C exits at once.
 
 --approve POLICY (or the spec's approve:) makes tool calls wait for a
@@ -104,7 +104,7 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
   spice-orch run --json --approve mutating --approve-from answers.jsonl
 
   # JSON lines for a program, without recording:
-  spice-orch run --json --no-store | jq -c 'select(.kind == "pair.handoff")'`,
+  spice-orch run --json --no-store | jq -c 'select(.kind == "` + orchestrator.KindHandoff + `")'`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
