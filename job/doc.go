@@ -3,8 +3,9 @@
 // what a worker reports about an attempt, and the Backend interface that
 // both backends implement — the in-process scheduler (Scheduler.Jobs) and
 // a fleet of workers on JetStream — so that a host can treat either the
-// same way. (The HTTP server is built on the scheduler itself; the
-// command line's worker plays job.Job values and answers with job.Report.)
+// same way. (The HTTP server plays pairs on the scheduler itself, or
+// submits them to a queue built on this interface; the command line's
+// worker plays job.Job values and answers with job.Report.)
 //
 // It owns values only. It must not know a transport, a store, a pair's
 // configuration or how a backend keeps its jobs: a spec is bytes a worker

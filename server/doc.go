@@ -1,5 +1,5 @@
-// Package server is the HTTP face of the in-process job backend
-// (package scheduler): a JSON API under /v1 to submit, list, inspect and
+// Package server is the HTTP face of a job backend — the in-process
+// scheduler, or a queue of workers such as the JetStream backend: a JSON API under /v1 to submit, list, inspect and
 // cancel pairs and to answer their approval questions, each pair's
 // timeline as Server-Sent Events and as JSON lines, an OpenAPI 3.1
 // document, a login page for token holders, an optional /metrics handler
