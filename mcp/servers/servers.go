@@ -94,7 +94,7 @@ func (s *Source) connect(ctx context.Context, i int, cfg client.Config) (*toolge
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{srv: srv}
+	c := &conn{srv: srv, refs: 1} // its first generation's reference
 	g, err := s.set.Add(i, cfg.Name, newUnit(c, srv.Tools()))
 	if err != nil {
 		_ = srv.Close()

@@ -73,9 +73,6 @@ type unit struct {
 
 func newUnit(c *conn, tools []tool.Tool) *unit {
 	u := &unit{c: c}
-	if c.refs == 0 && c.done == nil {
-		c.refs = 1 // the connection's first generation
-	}
 	for _, t := range tools {
 		u.tools = append(u.tools, &counted{u: u, t: t})
 	}
