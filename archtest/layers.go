@@ -68,14 +68,18 @@ func Layers() []Unit {
 		// plugins: the runtime tool host, its protocol and the Go plugin
 		// SDK. One adapter (not Isolated): host and sdk share the
 		// generated protocol package and the handshake.
-		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "kernel"}},
+		{Dir: "plugins", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "toolgen", "kernel"}},
 		// mcp: MCP servers as runtime tools, a client on the official Go
 		// SDK beside the plugin host. Its own adapter: it imports no
 		// plugins package.
-		{Dir: "mcp", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "kernel"}},
+		{Dir: "mcp", Level: 3, ThirdParty: true, MayImport: []string{"functool", "idempotency", "proctree", "toolgen", "kernel"}},
 		// proctree: starting a child so that its whole process tree can be
 		// ended, shared by the plugin host and the MCP client.
 		{Dir: "proctree", Level: 2},
+		// toolgen: generations of runtime tools behind leased plans
+		// (activation for future leases, drains, bounds), shared by the
+		// plugin host and the MCP servers; it knows no process or protocol.
+		{Dir: "toolgen", Level: 2, MayImport: []string{"kernel"}},
 		// functool: typed function tools over the kernel's tool contract,
 		// shared by compiled tools and plugin tools alike.
 		{Dir: "functool", Level: 2, MayImport: []string{"kernel"}},

@@ -41,6 +41,15 @@
 // timeout, a cancellation or a protocol violation after a mutating call was
 // sent is Uncertain and never retried; read-only calls are Definitive.
 //
-// It must not know about plans, runs, engines or pairs: the plugin's tools
-// are composed into a plan by the caller.
+// # Generations
+//
+// Launch and Plugin are one verified process. Source is a plan.Source of
+// plugin generations: what is a plugin's is here — launching a candidate
+// on Reload, noticing a process die and launching a fresh one within the
+// restart bound. The generations themselves — activation for future
+// leases only, leases, drains, retained plans and the shutdown bound —
+// are package toolgen's, shared with the MCP servers.
+//
+// Launch and Plugin know nothing of plans, runs, engines or pairs; Source
+// knows plans only as toolgen builds them, and nothing of runs or pairs.
 package host

@@ -3,22 +3,22 @@ package host
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/toolgen"
 )
 
 // Defaults of SourceConfig.
 const (
-	DefaultDrainTimeout     = 30 * time.Second
-	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultDrainTimeout     = toolgen.DefaultDrainTimeout
+	DefaultShutdownTimeout  = toolgen.DefaultShutdownTimeout
 	DefaultMaxRestarts      = 3
 	DefaultRestartWindow    = 10 * time.Minute
-	DefaultMaxRetainedPlans = 16
+	DefaultMaxRetainedPlans = toolgen.DefaultMaxRetainedPlans
 )
 
 // ErrSourceClosed: the source was closed.
@@ -53,28 +53,22 @@ type SourceConfig struct {
 }
 
 // EventKind names a generation event.
-type EventKind string
+type EventKind = toolgen.EventKind
 
 const (
-	EventActivated       EventKind = "plan.activated"       // a new plan serves future leases
-	EventCandidateFailed EventKind = "candidate.failed"     // a candidate was refused; the active generation is unchanged
-	EventDraining        EventKind = "generation.draining"  // retired; drains once no lease holds it
-	EventDrained         EventKind = "generation.drained"   // stopped after its calls ended
-	EventForced          EventKind = "generation.forced"    // stopped by force with calls in flight
-	EventDead            EventKind = "generation.dead"      // its process died
-	EventRestarted       EventKind = "generation.restarted" // a fresh launch replaced a dead one
-	EventPluginFailed    EventKind = "plugin.failed"        // restart limit reached: failed until Reload
+	EventActivated       = toolgen.EventActivated       // a new plan serves future leases
+	EventCandidateFailed = toolgen.EventCandidateFailed // a candidate was refused; the active generation is unchanged
+	EventDraining        = toolgen.EventDraining        // retired; drains once no lease holds it
+	EventDrained         = toolgen.EventDrained         // stopped after its calls ended
+	EventForced          = toolgen.EventForced          // stopped by force with calls in flight
+
+	EventDead         EventKind = "generation.dead"      // its process died
+	EventRestarted    EventKind = "generation.restarted" // a fresh launch replaced a dead one
+	EventPluginFailed EventKind = "plugin.failed"        // restart limit reached: failed until Reload
 )
 
 // Event is one generation event.
-type Event struct {
-	Kind       EventKind
-	Slot       int
-	Generation string  // the generation concerned, if any
-	Plan       plan.ID // for EventActivated
-	InFlight   int     // calls in flight, for EventForced
-	Reason     string
-}
+type Event = toolgen.Event
 
 // GenerationInfo describes one generation.
 type GenerationInfo struct {
@@ -88,52 +82,30 @@ type GenerationInfo struct {
 
 // Source is a plan.Source over the compiled tools and one active
 // generation per configured plugin (a generation is one verified process
-// and its definitions). Activation changes only future leases; a lease
-// keeps its plan's generations until it is released; Release is a quick
-// reference decrement, and draining is the source's own work.
+// and its definitions). The generations, leases, drains and retained
+// plans are a toolgen.Set's; the Source adds what is a plugin's: launching
+// candidates (Reload), noticing a process die and restarting it within a
+// bound.
 type Source struct {
 	cfg SourceConfig
-	wg  sync.WaitGroup
+	set *toolgen.Set
+	wg  sync.WaitGroup // watchers and restarts
 
-	mu      sync.Mutex
-	closed  bool
-	seq     uint64
-	slots   []*slot
-	current *planEntry
-	plans   map[plan.ID]*planEntry
-	order   []*planEntry // retained, oldest first
-	gens    []*generation
+	mu    sync.Mutex
+	slots []*slot
+	gens  []*generation // every generation launched, oldest first
+}
+
+// generation is a plugin generation: the set's handle and its process.
+type generation struct {
+	g *toolgen.Gen
+	p *Plugin
 }
 
 type slot struct {
 	cfg      Config
-	active   *generation
-	n        int
 	restarts []time.Time
 	failed   string // why, once the restart limit was reached
-}
-
-type generation struct {
-	id       string
-	slot     int
-	p        *Plugin
-	leases   int
-	retired  bool
-	state    string
-	unleased chan struct{} // closed once retired and no lease holds it
-	gone     bool          // unleased is closed: no plan holding g is leased again
-	done     chan struct{} // closed once stopped
-	// forced is set when Close stops g by force, with the calls then in
-	// flight: its drain reports it forced.
-	forced         bool
-	forcedInFlight int
-}
-
-type planEntry struct {
-	plan    plan.Plan
-	gens    []*generation
-	leases  int
-	release func() error
 }
 
 var _ plan.Source = (*Source)(nil)
@@ -144,251 +116,152 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	if cfg.PlanPrefix == "" {
 		return nil, bound.Missing("source.plan_prefix")
 	}
-	durs := []*time.Duration{&cfg.DrainTimeout, &cfg.ShutdownTimeout, &cfg.RestartWindow}
-	defs := []time.Duration{DefaultDrainTimeout, DefaultShutdownTimeout, DefaultRestartWindow}
-	for i, d := range durs {
-		if *d < 0 {
-			return nil, bound.Malformedf("source", "durations must not be negative")
-		}
-		if *d == 0 {
-			*d = defs[i]
-		}
+	if cfg.RestartWindow < 0 {
+		return nil, bound.Malformedf("source", "durations must not be negative")
 	}
-	if cfg.MaxRestarts < 0 || cfg.MaxRetainedPlans < 0 {
+	if cfg.RestartWindow == 0 {
+		cfg.RestartWindow = DefaultRestartWindow
+	}
+	if cfg.MaxRestarts < 0 {
 		return nil, bound.Malformedf("source", "counts must not be negative")
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = DefaultMaxRestarts
 	}
-	if cfg.MaxRetainedPlans == 0 {
-		cfg.MaxRetainedPlans = DefaultMaxRetainedPlans
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Source{cfg: cfg, plans: make(map[plan.ID]*planEntry)}
+	set, err := toolgen.New(toolgen.Config{PlanPrefix: cfg.PlanPrefix, Compiled: cfg.Compiled, Slots: len(cfg.Plugins),
+		DrainTimeout: cfg.DrainTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
+		MaxRetainedPlans: cfg.MaxRetainedPlans, OnEvent: cfg.OnEvent})
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: cfg, set: set}
+	var gens []*toolgen.Gen
 	for i, pc := range cfg.Plugins {
 		s.slots = append(s.slots, &slot{cfg: pc})
 		g, err := s.launch(ctx, i, pc)
 		if err != nil {
-			s.killAll()
+			s.abort()
 			return nil, err
 		}
-		s.slots[i].active = g
+		gens = append(gens, g)
 	}
-	s.mu.Lock()
-	evs, err := s.activate()
-	s.mu.Unlock()
+	evs, err := set.Activate(gens...)
 	if err != nil {
-		s.killAll()
+		s.abort()
 		return nil, err
 	}
-	s.emit(evs)
+	set.Emit(evs)
 	return s, nil
 }
 
-// killAll stops what a failed NewSource launched; closed first, so that
-// no watcher restarts it.
-func (s *Source) killAll() {
-	s.mu.Lock()
-	s.closed = true
-	gens := append([]*generation(nil), s.gens...)
-	s.mu.Unlock()
-	for _, g := range gens {
-		g.p.Kill()
-		close(g.done)
-	}
+// abort stops what a failed NewSource launched; the set is closed first,
+// so that no watcher restarts it.
+func (s *Source) abort() {
+	s.set.Abort()
 	s.wg.Wait()
 }
 
 // launch starts one generation of slot i and watches its process.
-func (s *Source) launch(ctx context.Context, i int, cfg Config) (*generation, error) {
+func (s *Source) launch(ctx context.Context, i int, cfg Config) (*toolgen.Gen, error) {
 	p, err := Launch(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	g, err := s.set.Add(i, p.manifest.Name, p)
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
 	s.mu.Lock()
-	sl := s.slots[i]
-	sl.n++
-	g := &generation{id: p.manifest.Name + "-g" + strconv.Itoa(sl.n), slot: i, p: p, state: "active",
-		unleased: make(chan struct{}), done: make(chan struct{})}
-	s.gens = append(s.gens, g)
+	s.gens = append(s.gens, &generation{g: g, p: p})
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.watch(g)
 	return g, nil
 }
 
-// activate builds the plan of the active generations under a new ID and
-// makes it current, retiring the generations it no longer holds. Called
-// with s.mu held; on error nothing changes.
-func (s *Source) activate() ([]Event, error) {
-	tools := append([]tool.Tool(nil), s.cfg.Compiled...)
-	var gens []*generation
-	for _, sl := range s.slots {
-		if sl.active != nil {
-			gens = append(gens, sl.active)
-			tools = append(tools, sl.active.p.Tools()...)
-		}
-	}
-	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: tools})
-	if err != nil {
-		return nil, err
-	}
-	s.seq++
-	pl, err := plan.New(plan.ID(s.cfg.PlanPrefix+"-"+strconv.FormatUint(s.seq, 10)), d)
-	if err != nil {
-		return nil, err
-	}
-	e := &planEntry{plan: pl, gens: gens}
-	e.release = func() error { s.release(e); return nil }
-	old := s.current
-	s.current = e
-	s.plans[pl.ID()] = e
-	s.order = append(s.order, e)
-	evs := []Event{{Kind: EventActivated, Plan: pl.ID()}}
-	if old != nil {
-		for _, g := range old.gens {
-			if !contains(gens, g) {
-				evs = append(evs, s.retire(g))
-			}
-		}
-	}
-	s.evict()
-	return evs, nil
-}
-
-func contains(gs []*generation, g *generation) bool {
-	for _, x := range gs {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}
-
-// retire marks g as no longer current and starts its drain. With s.mu.
-func (s *Source) retire(g *generation) Event {
-	g.retired = true
-	if g.state == "active" {
-		g.state = "draining"
-	}
-	if g.leases == 0 {
-		g.markUnleased()
-	}
-	s.wg.Add(1)
-	go s.drain(g)
-	return Event{Kind: EventDraining, Slot: g.slot, Generation: g.id}
-}
-
-// evict drops the oldest unleased plans beyond the retention bound.
-func (s *Source) evict() {
-	for len(s.order) > s.cfg.MaxRetainedPlans {
-		i := -1
-		for j, e := range s.order {
-			if e != s.current && e.leases == 0 {
-				i = j
-				break
-			}
-		}
-		if i < 0 {
-			return
-		}
-		delete(s.plans, s.order[i].plan.ID())
-		s.order = append(s.order[:i], s.order[i+1:]...)
-	}
-}
-
 // Lease returns a lease on the current plan.
 func (s *Source) Lease(ctx context.Context) (*plan.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrSourceClosed
-	}
-	e := s.current
-	s.take(e)
-	s.mu.Unlock()
-	return s.newLease(e)
+	l, err := s.set.Lease(ctx)
+	return l, closedErr(err)
 }
 
 // LeaseExact returns a lease on the plan planID while the source retains
 // it: a plan whose generations were stopped is no longer retained.
 func (s *Source) LeaseExact(ctx context.Context, planID plan.ID) (*plan.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	l, err := s.set.LeaseExact(ctx, planID)
+	return l, closedErr(err)
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, toolgen.ErrClosed) {
+		return ErrSourceClosed
 	}
-	s.mu.Lock()
-	e, ok := s.plans[planID]
-	for _, g := range e.gensOrNil() {
-		ok = ok && !g.gone
-	}
-	if ok && !s.closed {
-		s.take(e)
-	}
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, ErrSourceClosed
-	}
+	return err
+}
+
+// Current returns the identity of the plan future leases get.
+func (s *Source) Current() GenerationPlan {
+	return planInfo(s.set.Current())
+}
+
+// GenerationPlan is a plan and the generations it holds.
+type GenerationPlan struct {
+	Plan        plan.ID
+	Generations []GenerationInfo
+}
+
+// Plan returns the generations of a retained plan: how a timeline's plan
+// ID finds its generations.
+func (s *Source) Plan(planID plan.ID) (GenerationPlan, bool) {
+	pi, ok := s.set.Plan(planID)
 	if !ok {
-		return nil, &plan.IDError{ID: planID, Err: plan.ErrUnknownPlan}
+		return GenerationPlan{}, false
 	}
-	return s.newLease(e)
+	return planInfo(pi), true
 }
 
-func (s *Source) take(e *planEntry) {
-	e.leases++
-	for _, g := range e.gens {
-		g.leases++
+func planInfo(pi toolgen.PlanInfo) GenerationPlan {
+	gp := GenerationPlan{Plan: pi.Plan}
+	for _, in := range pi.Generations {
+		gp.Generations = append(gp.Generations, info(in))
 	}
+	return gp
 }
 
-func (s *Source) newLease(e *planEntry) (*plan.Lease, error) {
-	l, err := plan.NewLease(e.plan, e.release, plan.LeaseConfig{Inline: true})
-	if err != nil {
-		s.release(e)
-		return nil, err
+// Generations describes every generation launched, oldest first.
+func (s *Source) Generations() []GenerationInfo {
+	all := s.set.Generations()
+	out := make([]GenerationInfo, len(all))
+	for i, in := range all {
+		out[i] = info(in)
 	}
-	return l, nil
+	return out
 }
 
-// release is a lease's release: a reference decrement that never blocks
-// on a drain (K14).
-func (s *Source) release(e *planEntry) {
+// Failed returns why slot i's plugin is failed, or "".
+func (s *Source) Failed(i int) string {
 	s.mu.Lock()
-	e.leases--
-	for _, g := range e.gens {
-		g.leases--
-		if g.retired && g.leases == 0 {
-			g.markUnleased()
-		}
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.slots) {
+		return ""
 	}
-	s.mu.Unlock()
+	return s.slots[i].failed
 }
 
-func (s *Source) emit(evs []Event) {
-	if s.cfg.OnEvent == nil {
-		return
-	}
-	for _, e := range evs {
-		s.cfg.OnEvent(e)
-	}
+func info(in toolgen.Info) GenerationInfo {
+	p := in.Unit.(*Plugin)
+	return GenerationInfo{ID: in.ID, Slot: in.Slot, Manifest: p.Manifest(), PID: p.PID(), Leases: in.Leases, State: in.State}
 }
 
-func (e *planEntry) gensOrNil() []*generation {
-	if e == nil {
-		return nil
-	}
-	return e.gens
-}
-
-func (g *generation) markUnleased() {
-	if !g.gone {
-		g.gone = true
-		close(g.unleased)
-	}
+// Close refuses new leases, drains every generation within
+// ShutdownTimeout (waiting for the leases held), then stops what is left
+// by force. No plugin process survives it.
+func (s *Source) Close() error {
+	err := s.set.Close()
+	s.wg.Wait()
+	return err
 }

@@ -1,0 +1,219 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/kernel/problem"
+	"github.com/spice-orch/spice-orch/kernel/tool"
+	"github.com/spice-orch/spice-orch/mcp/client"
+	"github.com/spice-orch/spice-orch/toolgen"
+)
+
+// ErrClosed: the source was closed.
+var ErrClosed = errors.New("mcp source closed")
+
+// CodeSuperseded is the problem of a call to a generation stopped by its
+// drain.
+const CodeSuperseded = "mcp_generation_stopped"
+
+var problemSuperseded = problem.Must(CodeSuperseded, "the tool set of this plan was stopped")
+
+// Config configures a Source.
+type Config struct {
+	// PlanPrefix names the plans: PlanPrefix-1, PlanPrefix-2, ... Required.
+	PlanPrefix string
+	// Compiled are the tools of every plan beside the servers'.
+	Compiled []tool.Tool
+	// Servers are the MCP servers, one slot each, in this order.
+	Servers []client.Config
+	// DrainTimeout, ShutdownTimeout and MaxRetainedPlans bound the
+	// generations as toolgen.Config says; zero takes its defaults.
+	DrainTimeout     time.Duration
+	ShutdownTimeout  time.Duration
+	MaxRetainedPlans int
+	// OnEvent, when set, is told of every generation event. It must
+	// return quickly.
+	OnEvent func(toolgen.Event)
+}
+
+// Source is a plan.Source over the compiled tools and the active tool set
+// of each configured MCP server.
+type Source struct {
+	cfg  Config
+	set  *toolgen.Set
+	wg   sync.WaitGroup
+	stop chan struct{}
+	once sync.Once
+}
+
+var _ plan.Source = (*Source)(nil)
+
+// New connects every configured server and activates the first plan. On
+// error nothing is left running.
+func New(ctx context.Context, cfg Config) (*Source, error) {
+	set, err := toolgen.New(toolgen.Config{PlanPrefix: cfg.PlanPrefix, Compiled: cfg.Compiled, Slots: len(cfg.Servers),
+		DrainTimeout: cfg.DrainTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
+		MaxRetainedPlans: cfg.MaxRetainedPlans, OnEvent: cfg.OnEvent})
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: cfg, set: set, stop: make(chan struct{})}
+	var gens []*toolgen.Gen
+	for i, sc := range cfg.Servers {
+		g, err := s.connect(ctx, i, sc)
+		if err != nil {
+			s.abort()
+			return nil, err
+		}
+		gens = append(gens, g)
+	}
+	evs, err := set.Activate(gens...)
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	set.Emit(evs)
+	return s, nil
+}
+
+func (s *Source) abort() {
+	s.once.Do(func() { close(s.stop) })
+	s.set.Abort()
+	s.wg.Wait()
+}
+
+// connect opens a connection for slot i, registers its tools as a
+// generation and watches it for list changes.
+func (s *Source) connect(ctx context.Context, i int, cfg client.Config) (*toolgen.Gen, error) {
+	srv, err := client.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{srv: srv, refs: 1} // its first generation's reference
+	g, err := s.set.Add(i, cfg.Name, newUnit(c, srv.Tools()))
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.watch(i, c)
+	return g, nil
+}
+
+// watch turns each list change of c into a candidate while c serves.
+func (s *Source) watch(i int, c *conn) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-c.closed():
+			return
+		case <-c.srv.ListChanged():
+		}
+		_, _ = s.relist(i, c)
+	}
+}
+
+// relist lists c's tools again and activates them, verified, for future
+// leases, if c still serves slot i.
+func (s *Source) relist(i int, c *conn) (toolgen.Info, error) {
+	old := s.set.Active(i)
+	if old == nil || old.Unit().(*unit).c != c {
+		return toolgen.Info{}, toolgen.ErrStale
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Servers[i].ListTimeout+time.Second)
+	if s.cfg.Servers[i].ListTimeout == 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), client.DefaultListTimeout+time.Second)
+	}
+	tools, _, err := c.srv.Relist(ctx)
+	cancel()
+	if err != nil {
+		s.set.Emit([]toolgen.Event{{Kind: toolgen.EventCandidateFailed, Slot: i, Reason: err.Error()}})
+		return toolgen.Info{}, err
+	}
+	if !c.acquire() {
+		return toolgen.Info{}, toolgen.ErrStale
+	}
+	g, err := s.set.Add(i, s.cfg.Servers[i].Name, newUnit(c, tools))
+	if err != nil {
+		c.release()
+		return toolgen.Info{}, err
+	}
+	return s.activate(old, g)
+}
+
+func (s *Source) activate(old, g *toolgen.Gen) (toolgen.Info, error) {
+	evs, err := s.set.Replace(old, g)
+	if err != nil {
+		s.set.Discard(g)
+		if errors.Is(err, toolgen.ErrClosed) {
+			return toolgen.Info{}, ErrClosed
+		}
+		if !errors.Is(err, toolgen.ErrStale) {
+			s.set.Emit([]toolgen.Event{{Kind: toolgen.EventCandidateFailed, Slot: g.Slot(), Reason: err.Error()}})
+		}
+		return toolgen.Info{}, err
+	}
+	s.set.Emit(evs)
+	return s.set.Info(g), nil
+}
+
+// Reconnect connects server i afresh and, once its tools are verified,
+// activates them for future leases; the old connection ends once no lease
+// holds a generation of it. A failed candidate leaves the active one.
+func (s *Source) Reconnect(ctx context.Context, i int) (toolgen.Info, error) {
+	if s.set.Closed() {
+		return toolgen.Info{}, ErrClosed
+	}
+	if i < 0 || i >= len(s.cfg.Servers) {
+		return toolgen.Info{}, errors.New("mcp source: no server slot " + strconv.Itoa(i))
+	}
+	old := s.set.Active(i)
+	g, err := s.connect(ctx, i, s.cfg.Servers[i])
+	if err != nil {
+		s.set.Emit([]toolgen.Event{{Kind: toolgen.EventCandidateFailed, Slot: i, Reason: err.Error()}})
+		return toolgen.Info{}, err
+	}
+	return s.activate(old, g)
+}
+
+// Lease returns a lease on the current plan.
+func (s *Source) Lease(ctx context.Context) (*plan.Lease, error) {
+	l, err := s.set.Lease(ctx)
+	return l, closedErr(err)
+}
+
+// LeaseExact returns a lease on the plan planID while the source retains
+// it.
+func (s *Source) LeaseExact(ctx context.Context, planID plan.ID) (*plan.Lease, error) {
+	l, err := s.set.LeaseExact(ctx, planID)
+	return l, closedErr(err)
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, toolgen.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Current describes the plan future leases get.
+func (s *Source) Current() toolgen.PlanInfo { return s.set.Current() }
+
+// Generations describes every generation, oldest first.
+func (s *Source) Generations() []toolgen.Info { return s.set.Generations() }
+
+// Close refuses new leases, drains every generation within the shutdown
+// bound and ends every connection.
+func (s *Source) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	err := s.set.Close()
+	s.wg.Wait()
+	return err
+}
