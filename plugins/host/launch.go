@@ -31,6 +31,10 @@ const windowBytes = 4 << 20
 // maxSocketPath is below every system's sun_path limit.
 const maxSocketPath = 100
 
+// exitGrace bounds how long a failed Describe waits to learn whether the
+// plugin exited, which decides between ErrExited and ErrStartup.
+const exitGrace = time.Second
+
 // Plugin is one launched, verified plugin process and its connection.
 type Plugin struct {
 	cfg      Config
@@ -273,11 +277,18 @@ func (p *Plugin) verify(ctx context.Context, lineCh <-chan lineResult) error {
 	}()
 	resp, err := p.client.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{handshake.Version}}, grpc.WaitForReady(true))
 	if err != nil {
+		// A plugin that exits right after its line fails the call as its
+		// socket closes, which can come before the process is reaped: give
+		// the reaper a short, bounded while to say so.
+		grace := time.NewTimer(exitGrace)
 		select {
 		case <-p.exited:
+			grace.Stop()
 			return fail(ErrExited, "the plugin exited after its handshake line", err)
-		default:
+		case <-ctx.Done():
+		case <-grace.C:
 		}
+		grace.Stop()
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(ErrStartTimeout, "no manifest within "+cfg.StartupTimeout.String(), err)
 		}
