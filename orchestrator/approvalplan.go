@@ -172,6 +172,12 @@ func (d *workerDispatcher) Dispatch(ctx context.Context, call tool.Call, r tool.
 	if d.guarded == nil {
 		return d.inner.Dispatch(ctx, call, r)
 	}
+	if sd, ok := d.inner.(*servingDispatcher); ok && sd.serves(call) {
+		// A resumed run's call whose outcome is recorded was asked about
+		// (or needed no answer) when it first ran: its outcome is served,
+		// and nobody is asked again.
+		return d.inner.Dispatch(ctx, call, r)
+	}
 	asker, _ := r.(interaction.Asker)
 	ctx = context.WithValue(ctx, scopeKey{}, &callScope{
 		pairID: pairID, worker: d.s.c.role(d.s.w), runID: runID, asker: asker,

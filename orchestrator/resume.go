@@ -9,6 +9,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/engine"
 	"github.com/spice-orch/spice-orch/kernel/event"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/message"
 	"github.com/spice-orch/spice-orch/kernel/model"
@@ -401,7 +402,10 @@ type recordedRun struct {
 	unjournaled []id.Operation
 	calls       []id.Call // tool calls in order
 	byCall      map[id.Call]recordedCall
-	j           map[id.Operation]ModelOutput
+	// asked are the run's interaction events, which say whether approval
+	// stopped a call before it ran (ReadApprovals).
+	asked []eventlog.Payload
+	j     map[id.Operation]ModelOutput
 }
 
 // journal is the recorded model outputs of the run's operations, in
@@ -548,6 +552,10 @@ func (r *recordedRun) add(pl Relayed, rec *record) {
 		if _, ok := rec.journal[e.OperationID]; !ok {
 			r.unjournaled = append(r.unjournaled, e.OperationID)
 		}
+	case event.InteractionStarted, event.InteractionAnswered, event.InteractionFailed, event.InteractionCancelled:
+		if len(r.asked) < MaxResumeEvents {
+			r.asked = append(r.asked, e)
+		}
 	case event.ToolStarted:
 		r.toolCalls++
 		rec.tools[e.Name] = true
@@ -586,9 +594,14 @@ func (rec *record) checkUncertain(accept []id.Call) (map[id.Call]bool, error) {
 		accepted[c] = false
 	}
 	if o := rec.open; o != nil {
+		// A call whose approval question was never answered (its process
+		// stopped while it waited) or was refused has tool.started and no
+		// outcome, yet never ran: the approval guard runs after
+		// tool.started and before the tool (R2). It is asked again.
+		notRun := ReadApprovals(slices.Values(o.asked)).NotRun
 		for _, c := range o.calls {
 			rc := o.byCall[c]
-			uncertain := !rc.ended && !rc.rerunnable() || rc.failed && rc.outcome == "uncertain"
+			uncertain := !rc.ended && !rc.rerunnable() && !notRun[c] || rc.failed && rc.outcome == "uncertain"
 			if !uncertain {
 				continue
 			}

@@ -240,6 +240,15 @@ func (d *servingDispatcher) Dispatch(ctx context.Context, call tool.Call, r tool
 	return d.inner.Dispatch(ctx, call, r)
 }
 
+// serves reports whether call's outcome comes from the record: it ended,
+// or a person accepted it as failed.
+func (d *servingDispatcher) serves(call tool.Call) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rc, ok := d.calls[call.ID()]
+	return ok && rc.name == call.Name() && (rc.ended || d.accepted[call.ID()])
+}
+
 func (d *servingDispatcher) count() {
 	d.mu.Lock()
 	d.n++

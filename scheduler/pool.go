@@ -116,7 +116,7 @@ func (s *Scheduler) execute(e *entry) *ending {
 				host(p)
 			}
 		}
-		pair, err = runPair(e.ctx, cfg)
+		pair, err = runPair(e.ctx, cfg, e.rc)
 	}
 	if !e.handed {
 		// Refused before its lease (Subscribe: ErrNoTimeline), or ended
@@ -146,7 +146,7 @@ func (s *Scheduler) execute(e *entry) *ending {
 func (s *Scheduler) end(txn *memdb.Txn, x *ending) {
 	e := x.job
 	e.state, e.ended, e.result, e.err = x.state, s.now(), x.result, x.err
-	e.cfg, e.ctx = nil, nil
+	e.cfg, e.rc, e.ctx = nil, nil, nil
 	s.stats.Running--
 	switch e.state {
 	case Completed:
@@ -173,12 +173,17 @@ func (e *entry) handOver(p *orchestrator.Pair) {
 // own panics and ends the pair; this recover is the last line for a panic
 // that escapes it (a config part it calls while building the pair), which
 // then fails the job without a pair.
-func runPair(ctx context.Context, cfg orchestrator.Config) (p *orchestrator.Pair, err error) {
+func runPair(ctx context.Context, cfg orchestrator.Config, rc *orchestrator.ResumeConfig) (p *orchestrator.Pair, err error) {
 	defer func() {
 		if recover() != nil {
 			p, err = nil, errPanic
 		}
 	}()
+	if rc != nil {
+		r := *rc
+		r.Pair = cfg
+		return orchestrator.RunResumed(ctx, r)
+	}
 	return orchestrator.Run(ctx, cfg)
 }
 

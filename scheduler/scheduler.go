@@ -24,6 +24,12 @@ type Job struct {
 	// orchestrator validates the config when the job starts: a config it
 	// refuses fails the job (Info.Err).
 	Pair *orchestrator.Config
+	// Resume, when set, continues an interrupted pair from its record
+	// (orchestrator.RunResumed) instead of starting it: Pair is the
+	// pair's config as it was first started, and Resume's own Pair is
+	// ignored. The scheduler keeps the pointer; it must not change after
+	// Submit. A resumed job needs Pair.ID.
+	Resume *orchestrator.ResumeConfig
 }
 
 // Scheduler runs jobs (O8). Its methods are safe for concurrent use. New
@@ -56,8 +62,9 @@ type entry struct {
 	seq   uint64
 	key   string // its read-model key
 	cfg   *orchestrator.Config
-	done  chan struct{} // closed when the job ends
-	ready chan struct{} // closed when its pair is known, or it ended without one
+	rc    *orchestrator.ResumeConfig // set for a resumed pair
+	done  chan struct{}              // closed when the job ends
+	ready chan struct{}              // closed when its pair is known, or it ended without one
 	pair  *orchestrator.Pair
 	// handed is set once pair is known; only the goroutine playing the
 	// job reads or writes it.
@@ -116,6 +123,9 @@ func (s *Scheduler) Submit(ctx context.Context, j Job) (string, error) {
 	if j.Pair == nil {
 		return "", bound.Missing("job.pair")
 	}
+	if j.Resume != nil && j.Pair.ID == "" {
+		return "", bound.Missing("job.pair.id")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -134,7 +144,7 @@ func (s *Scheduler) Submit(ctx context.Context, j Job) (string, error) {
 		return "", err
 	}
 	s.seq = seq
-	e := &entry{id: jobID, seq: seq, key: seqKey(seq), cfg: j.Pair, state: Queued,
+	e := &entry{id: jobID, seq: seq, key: seqKey(seq), cfg: j.Pair, rc: j.Resume, state: Queued,
 		submitted: s.now(), done: make(chan struct{}), ready: make(chan struct{})}
 	s.jobs[jobID] = e
 	s.queue.push(e)

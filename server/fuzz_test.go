@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
 // FuzzCursor: the list cursor and the stream cursor are outside bytes;
@@ -79,6 +82,28 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		if (b.Answer != "approve" && b.Answer != "deny") || b.Digest == "" || len(b.Digest) > 128 {
 			t.Fatalf("accepted %q as %+v", raw, b)
+		}
+	})
+}
+
+// FuzzDecodeResume: a resume body decodes to at most MaxAccepted valid
+// call IDs, or fails; it never panics.
+func FuzzDecodeResume(f *testing.F) {
+	f.Add([]byte(`{"accept_uncertain":["c-1"]}`))
+	f.Add([]byte(`{"accept_uncertain":[]} {}`))
+	f.Add([]byte(`{"accept_uncertain":[""]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		calls, err := decodeResume(raw)
+		if err != nil {
+			return
+		}
+		if len(calls) > orchestrator.MaxAccepted {
+			t.Fatalf("accepted %d calls", len(calls))
+		}
+		for _, c := range calls {
+			if id.Check("call", string(c)) != nil {
+				t.Fatalf("accepted call %q", c)
+			}
 		}
 	})
 }

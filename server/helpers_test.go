@@ -81,6 +81,7 @@ type options struct {
 	lag          int
 	mutate       func(*server.Config)
 	storePath    string
+	data         string // the data directory; a new one when ""
 	// smallBuffers gives every accepted connection a 4 KiB send buffer,
 	// so a client that stops reading stalls the server's writes soon.
 	smallBuffers bool
@@ -107,6 +108,9 @@ func newHarness(t testing.TB, o options) *harness {
 	sched, err := scheduler.New(scheduler.Config{Pairs: o.pairs, Queue: o.queue})
 	require.NoError(t, err)
 	h := &harness{t: t, st: st, sched: sched, data: dir + "/data", holds: make(map[string]*hold), ended: make(map[string]chan struct{})}
+	if o.data != "" {
+		h.data = o.data
+	}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: h.build, DataDir: h.data, Token: o.token, StreamLag: o.lag,
 		Examples: []server.Example{{Name: "relay", ContentType: "application/json", Spec: `{"first":["a"],"second":["b"]}`}},

@@ -84,7 +84,8 @@ func syncDir(dir string) error {
 // cancelled before it started — pair.started, then pair.cancelled — so
 // that every accepted pair ends with one terminal there. A pair the store
 // already has is left as the store shows it (a pair that was running when
-// its process died shows as interrupted). Call it after New, before
+// its process died shows as interrupted, and keeps its file so that it
+// can be resumed). Call it after New, before
 // serving; it returns how many pairs it recorded.
 func (s *Server) Recover(ctx context.Context) (int, error) {
 	ents, err := os.ReadDir(s.journalDir())
@@ -101,7 +102,7 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 		if !ok || !de.Type().IsRegular() || id.Check("pair.id", pairID) != nil {
 			continue
 		}
-		recorded, err := s.recover(ctx, pairID)
+		recorded, keep, err := s.recover(ctx, pairID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -109,40 +110,45 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 		if recorded {
 			n++
 		}
-		s.settle(pairID)
+		if !keep {
+			s.settle(pairID)
+		}
 	}
 	return n, errors.Join(errs...)
 }
 
-func (s *Server) recover(ctx context.Context, pairID string) (bool, error) {
-	if _, err := s.cfg.Store.Pair(ctx, pairID); err == nil {
-		return false, nil
+// recover records an accepted pair the store lacks as cancelled. keep is
+// set for a pair the store shows interrupted: its journal stays, so it
+// can be built again and resumed.
+func (s *Server) recover(ctx context.Context, pairID string) (recorded, keep bool, err error) {
+	if rec, err := s.cfg.Store.Pair(ctx, pairID); err == nil {
+		return false, rec.Summary.Status == store.StatusInterrupted, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return false, err
+		return false, false, err
 	}
 	je, err := s.readJournal(pairID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	ws := filepath.Join(s.cfg.DataDir, "workspaces", pairID)
 	if err := os.MkdirAll(ws, 0o700); err != nil {
-		return false, err
+		return false, false, err
 	}
 	f, err := newFeed(pairID, s.cfg.StreamLag)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer f.close()
 	built, err := s.callBuild(ctx, BuildRequest{PairID: pairID, Workspace: ws, Body: je.Body,
 		ContentType: je.ContentType, Task: je.Task, Timeline: f})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	recordCancelled(built.Config)
 	if built.Close != nil {
 		built.Close()
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // readJournal reads one journal file, bounded by what a body may be.

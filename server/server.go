@@ -92,6 +92,7 @@ func (s *Server) table() []route {
 		{"POST", "/v1/pairs", true, s.createPair},
 		{"GET", "/v1/pairs/{id}", true, s.getPair},
 		{"POST", "/v1/pairs/{id}/cancel", true, s.cancelPair},
+		{"POST", "/v1/pairs/{id}/resume", true, s.resumePair},
 		{"GET", "/v1/pairs/{id}/approvals", true, s.listApprovals},
 		{"POST", "/v1/pairs/{id}/approvals/{question...}", true, s.answerApproval},
 		{"GET", "/v1/pairs/{id}/events", true, s.events},

@@ -32,8 +32,14 @@ type serveChild struct {
 
 func startServe(t *testing.T, ctx context.Context, args ...string) *serveChild {
 	t.Helper()
+	return startServeEnv(t, ctx, env(t), args...)
+}
+
+// startServeEnv is startServe with the child's environment.
+func startServeEnv(t *testing.T, ctx context.Context, environ []string, args ...string) *serveChild {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--demo=false"}, args...)...)
-	cmd.Env = env(t)
+	cmd.Env = environ
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	c := &serveChild{cmd: cmd, stderr: &syncBuffer{}, copied: make(chan struct{})}

@@ -107,6 +107,7 @@ type resumeJob struct {
 func newResumeCmd(env Env, f *runsFlags) *cobra.Command {
 	var accept []string
 	var asJSON bool
+	var approveFrom string
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Continue a pair that a killed or crashed process left interrupted",
@@ -126,9 +127,16 @@ A mutating tool call that started without a recorded outcome may or may
 not have taken effect: the resume is refused (uncertain_tool_call) and the
 call named. Check its effect by hand; then --accept-uncertain CALL_ID
 answers it as failed and resumes, never running it again. A call to a tool
-declared idempotent runs again without asking.`,
+declared idempotent runs again without asking.
+
+A pair started with an approval policy keeps it. A call whose question was
+asked and never answered (the process stopped while it waited) never ran:
+it is asked again, with the same digest, and runs only once approved.
+With --json or without a terminal, --approve-from FILE gives the answers,
+in the format of 'run --approve-from'.`,
 		Example: `  spice-orch runs resume pair-20261130-015500-1a2b3c4d
-  spice-orch runs resume pair-20261130-015500-1a2b3c4d --accept-uncertain call-3`,
+  spice-orch runs resume pair-20261130-015500-1a2b3c4d --accept-uncertain call-3
+  spice-orch runs resume pair-20261130-015500-1a2b3c4d --json --approve-from answers.jsonl`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeIDs(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -146,15 +154,19 @@ declared idempotent runs again without asking.`,
 				}
 				calls = append(calls, c)
 			}
-			return resumePair(cmd.Context(), env, f, args[0], calls, asJSON)
+			if cmd.Flags().Changed("approve-from") && approveFrom == "" {
+				return usageErr(errors.New("--approve-from: must not be empty"))
+			}
+			return resumePair(cmd.Context(), env, f, args[0], calls, asJSON, approveFrom)
 		},
 	}
 	cmd.Flags().StringArrayVar(&accept, "accept-uncertain", nil, "accept this uncertain call as failed (repeatable); it is never run again")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resumed part of the timeline as JSON lines")
+	cmd.Flags().StringVar(&approveFrom, "approve-from", "", "answer approvals from this file of JSON lines, as 'run --approve-from' does")
 	return cmd
 }
 
-func resumePair(ctx context.Context, env Env, f *runsFlags, pairID string, accept []id.Call, asJSON bool) error {
+func resumePair(ctx context.Context, env Env, f *runsFlags, pairID string, accept []id.Call, asJSON bool, approveFrom string) error {
 	path, err := storePath(f.store, env.Getenv)
 	if err != nil {
 		return usageErr(err)
@@ -207,7 +219,8 @@ func resumePair(ctx context.Context, env Env, f *runsFlags, pairID string, accep
 		return failed(fmt.Errorf("resume refused: the workspace %s is gone", render.Field(r.Workspace)))
 	}
 	rf := runFlags{task: r.Task, json: asJSON, workspace: r.Workspace, store: f.store,
-		approve: r.Approve, approveSet: r.Approve != "", approveTimeout: orchestrator.DefaultApprovalTimeout}
+		approve: r.Approve, approveSet: r.Approve != "", approveTimeout: orchestrator.DefaultApprovalTimeout,
+		approveFrom: approveFrom}
 	return playPair(ctx, env, rf, s, args, rj)
 }
 

@@ -285,6 +285,13 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	} else if n > 0 {
 		fmt.Fprintf(env.Stderr, "spice-orch serve: %d pairs accepted before the last stop never started; recorded them as cancelled\n", n)
 	}
+	// Pairs it left waiting for an approval are resumed: the same
+	// question is asked again, and the run goes on once it is answered.
+	if n, err := srv.ResumeWaiting(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: resuming pairs that waited for an approval: %v\n", err)
+	} else if n > 0 {
+		fmt.Fprintf(env.Stderr, "spice-orch serve: resumed %d pairs that waited for an approval\n", n)
+	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		_ = shutdown(context.Background())
