@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -78,17 +79,43 @@ func running(st job.Status) bool { return st.State == job.Running }
 // terminals counts, per job, the terminal statuses ever written, from a
 // watch on the whole bucket that starts before any job.
 type terminals struct {
-	mu    sync.Mutex
-	count map[string]int
-	stop  func()
-	done  chan struct{}
+	b      *Backend
+	mu     sync.Mutex
+	count  map[string]int
+	marks  chan string
+	marked int
+	stop   func()
+	done   chan struct{}
+}
+
+// caughtUp writes a marker into the bucket and waits until the watch has
+// delivered it: a watch delivers in revision order, so every terminal
+// written before the marker has then been counted.
+func (tm *terminals) caughtUp(t *testing.T, ctx context.Context) {
+	t.Helper()
+	tm.mu.Lock()
+	tm.marked++
+	key := fmt.Sprintf("s.mark-%d", tm.marked)
+	tm.mu.Unlock()
+	_, err := tm.b.kv.Put(ctx, key, []byte("mark"))
+	require.NoError(t, err)
+	for {
+		select {
+		case k := <-tm.marks:
+			if k == key {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("the watch did not deliver its marker: %v", ctx.Err())
+		}
+	}
 }
 
 func watchTerminals(t *testing.T, b *Backend) *terminals {
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := b.kv.Watch(ctx, "s.>", jetstream.UpdatesOnly())
 	require.NoError(t, err)
-	tm := &terminals{count: map[string]int{}, stop: cancel, done: make(chan struct{})}
+	tm := &terminals{b: b, count: map[string]int{}, marks: make(chan string, 16), stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(tm.done)
 		defer func() { _ = w.Stop() }()
@@ -99,6 +126,14 @@ func watchTerminals(t *testing.T, b *Backend) *terminals {
 					return
 				}
 				if e == nil {
+					continue
+				}
+				if strings.HasPrefix(e.Key(), "s.mark-") {
+					select {
+					case tm.marks <- e.Key():
+					case <-ctx.Done():
+						return
+					}
 					continue
 				}
 				if st, err := decode(e.Value()); err == nil && st.State.Terminal() {
@@ -187,6 +222,7 @@ func TestD1_ExactlyOneTerminalWhenAWorkerIsKilled(t *testing.T) {
 	require.Equal(t, job.ReasonInterrupted, st.Reason)
 	require.Equal(t, 2, st.Attempt)
 
+	tm.caughtUp(t, ctx)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	for _, id := range append(ids, blocked) {
@@ -328,6 +364,7 @@ func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job.Failed, st.State)
 	require.Equal(t, job.ReasonInterrupted, st.Reason)
+	tm.caughtUp(t, ctx)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	require.Equal(t, 1, tm.count[blocked])
