@@ -267,4 +267,3 @@ func TestL4_ASupersededPythonGenerationEndsByPID(t *testing.T) {
 	}
 	require.Empty(t, proctree.Live(tree), "every process of the superseded generation is gone")
 }
-
