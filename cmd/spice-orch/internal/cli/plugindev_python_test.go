@@ -188,7 +188,9 @@ func TestL4_PluginDevServeKeepsARunningPairsBuildAndGivesNewPairsTheNext(t *test
 	// Answer the held pair's question: its echo runs on its own build.
 	status, body = httpDo(t, "GET", url+"/v1/pairs/"+held.ID+"/approvals", "", "")
 	require.Equal(t, http.StatusOK, status, body)
-	var list struct{ Approvals []struct{ Question, Digest string } }
+	var list struct {
+		Approvals []struct{ Question, Digest string }
+	}
 	require.NoError(t, json.Unmarshal([]byte(body), &list))
 	require.Len(t, list.Approvals, 1, body)
 	q := list.Approvals[0]
