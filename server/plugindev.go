@@ -44,10 +44,11 @@ type PluginDevFailure struct {
 }
 
 // pluginDev serves GET /v1/plugin-dev: the state of the plugin under
-// development, or a 404 when the host develops none.
+// development, or 204 No Content when the host develops none (the page
+// then stops asking, without an error in the browser's console).
 func (s *Server) pluginDev(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.PluginDev == nil {
-		fail(w, http.StatusNotFound, codeNotFound, "no plugin under development")
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	st := s.cfg.PluginDev.PluginDevState()

@@ -17,9 +17,11 @@ type devState server.PluginDevState
 func (d devState) PluginDevState() server.PluginDevState { return server.PluginDevState(d) }
 
 // GET /v1/plugin-dev serves the host's state behind the API's token, with
-// its diagnostics bounded, and is a 404 on a server without one.
+// its diagnostics bounded, and is a 204 on a server without one.
 func TestL3_ThePluginDevStateIsServedBounded(t *testing.T) {
-	require.Equal(t, http.StatusNotFound, newHarness(t, options{}).do("GET", "/v1/plugin-dev", "", "").status)
+	none := newHarness(t, options{}).do("GET", "/v1/plugin-dev", "", "")
+	require.Equal(t, http.StatusNoContent, none.status)
+	require.Empty(t, none.body)
 
 	diags := []string{"main.go:12: undefined: <b>x</b>", strings.Repeat("y", 5000)}
 	for range 100 {

@@ -742,10 +742,10 @@ document.addEventListener("DOMContentLoaded", () => {
 
 // pollPluginDev shows, every second, the generation of the plugin under
 // development that new pairs use and why its last candidate failed. A
-// server without one answers 404, and the panel stays hidden.
+// server without one answers 204, and the panel stays hidden.
 async function pollPluginDev() {
   const { status, data } = await api("GET", "/v1/plugin-dev");
-  if (status === 404) return;
+  if (status === 204) return;
   if (status === 200 && data) showPluginDev(data);
   setTimeout(pollPluginDev, 1000);
 }
