@@ -187,6 +187,9 @@ type Config struct {
 	// Metrics, when set, is served at GET /metrics behind the same
 	// authentication as the API.
 	Metrics http.Handler
+	// PluginDev, when set, is a plugin under development that future pairs
+	// use: GET /v1/plugin-dev serves its state and the page shows it.
+	PluginDev PluginDev
 	// SubmitContext, when set, derives the context a submission is built
 	// under from its request (for example to continue a trace named by a
 	// traceparent header). It must not block.

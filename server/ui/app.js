@@ -732,10 +732,38 @@ document.addEventListener("DOMContentLoaded", () => {
   $("filter-state").addEventListener("change", resetList);
   window.addEventListener("hashchange", route);
   loadExamples();
+  pollPluginDev();
   refreshPairs();
   setInterval(refreshPairs, 2000);
   route();
 });
+
+// ---- the plugin under development (plugin dev --serve) ----
+
+// pollPluginDev shows, every second, the generation of the plugin under
+// development that new pairs use and why its last candidate failed. A
+// server without one answers 204, and the panel stays hidden.
+async function pollPluginDev() {
+  const { status, data } = await api("GET", "/v1/plugin-dev");
+  if (status === 204) return;
+  if (status === 200 && data) showPluginDev(data);
+  setTimeout(pollPluginDev, 1000);
+}
+
+// showPluginDev draws the state; the diagnostics are a compiler's output
+// about the user's source, shown as text.
+function showPluginDev(d) {
+  const f = d.failed;
+  $("plugin-dev").hidden = false;
+  $("dev-plugin").textContent = visible(d.plugin || "");
+  $("dev-active").textContent = visible(d.active || "none yet");
+  $("dev-sha").textContent = d.active_sha256 ? "sha256 " + visible(d.active_sha256.slice(0, 12)) : "";
+  $("dev-building").hidden = !d.building;
+  $("dev-building").textContent = d.building ? visible(d.building) + ": building" : "";
+  $("dev-failed").hidden = !f;
+  $("dev-failed-head").textContent = f ? visible(f.candidate + " failed (" + f.stage + "); " + (d.active || "no generation") + " stays active") : "";
+  $("dev-diagnostics").textContent = f ? visible((f.diagnostics || []).join("\n")) : "";
+}
 
 // ---- questions waiting for an answer ----
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -68,6 +69,10 @@ type serveHooks struct {
 	built func(cfg *orchestrator.Config)
 	// question is told of each approval question once it is pending.
 	question func(orchestrator.Approval)
+	// plugin, from plugin dev --serve, is the plugin every new pair
+	// launches (its active build) and pluginDev what the page shows of it.
+	plugin    func() (spec.Plugin, bool)
+	pluginDev server.PluginDev
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -254,11 +259,12 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		rec = hooks.store(st)
 	}
 	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
-		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals}
+		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals,
+		plugin: hooks.plugin}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
 		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
-		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor,
+		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor, PluginDev: hooks.pluginDev,
 	}
 	if queue != nil {
 		// Workers play the pairs: serve submits them to the queue and

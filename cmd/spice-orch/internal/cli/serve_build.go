@@ -40,6 +40,8 @@ type builder struct {
 	approve        orchestrator.ApprovalPolicy
 	approveTimeout time.Duration
 	approvals      *orchestrator.Approvals
+	// plugin, when set, is a plugin the operator adds to every pair.
+	plugin func() (spec.Plugin, bool)
 }
 
 func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
@@ -70,6 +72,11 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	// never choose one. This server runs no plugin a spec names.
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
+	}
+	if b.plugin != nil {
+		if p, ok := b.plugin(); ok {
+			s.Plugins = append(s.Plugins, p)
+		}
 	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
