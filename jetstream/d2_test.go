@@ -84,10 +84,11 @@ func (l *loopback) counts() (models, tools map[string]int) {
 
 // startPairWorker re-executes the test binary as a worker process that
 // plays pairs recording into the store at path.
-func startPairWorker(t *testing.T, url, name, path string, l *loopback, replay string) *exec.Cmd {
+func startPairWorker(t *testing.T, url, name, path string, l *loopback, replay string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envURL+"="+url, envName+"="+name, envStore+"="+path, envLoop+"="+l.srv.URL, envReplay+"="+replay)
+	cmd.Env = append(cmd.Env, env...)
 	if os.Getenv(envNoResume) != "" {
 		cmd.Env = append(cmd.Env, envNoResume+"=1")
 	}

@@ -29,6 +29,11 @@ const (
 	// envNoResume leaves WorkerConfig.Resume nil, to show what the
 	// tests of D2 prove fails without it.
 	envNoResume = "SPICE_JS_TEST_WORKER_NO_RESUME"
+	// envResume "events" makes a pair worker one of a fleet without a
+	// shared store: envStore is its own, and it resumes from the events
+	// stream; "store" resumes from its own store instead, to show what
+	// the tests of resuming from the stream prove fails without it.
+	envResume = "SPICE_JS_TEST_WORKER_RESUME"
 )
 
 func TestMain(m *testing.M) {
@@ -83,6 +88,15 @@ func workerMain(url, name string) int {
 		wc.Play = playPair(build)
 		if os.Getenv(envNoResume) == "" {
 			wc.Resume = ResumeFromStore(st, build)
+		}
+		if os.Getenv(envResume) != "" {
+			// Events reach the stream only at tool starts and terminals:
+			// what a resume finds there does not depend on timing.
+			tc := TimelineConfig{Batch: MaxBatch, Linger: time.Hour}
+			wc.Play = playStreamed(b, build, tc)
+			if os.Getenv(envResume) == "events" {
+				wc.Resume = b.ResumeFromEvents(pairBuilder(nil, os.Getenv(envLoop), replay), tc)
+			}
 		}
 	}
 	fmt.Println("ready")

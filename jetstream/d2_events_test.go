@@ -1,0 +1,200 @@
+package jetstream
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// resumeFrom is how the second worker process of a test resumes: from
+// the events stream, or (SPICE_JS_TEST_RESUME_FROM=store) from its own
+// store, as a worker without a shared store did before it could resume
+// from the stream.
+func resumeFrom() string {
+	if v := os.Getenv("SPICE_JS_TEST_RESUME_FROM"); v != "" {
+		return v
+	}
+	return "events"
+}
+
+// killOnAnotherMachine plays one pair job on a worker process with its
+// own store, SIGKILLs it while the reviewer's write (the second run's
+// call) is in progress, and starts a second worker process with another,
+// empty store, to which the job is delivered again. It returns the job's
+// terminal status and the second worker's store.
+func killOnAnotherMachine(t *testing.T, replay string) (job.Status, *loopback, *Backend, string) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	name := "d2ev" + replay
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), name))
+	require.NoError(t, err)
+	tm := watchTerminals(t, b)
+	l := newLoopback(t, "c-reviewer")
+
+	const jobID = "pair-d2"
+	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
+	require.NoError(t, err)
+	a := startPairWorker(t, s.ClientURL(), name, filepath.Join(t.TempDir(), "a.db"), l, replay, envResume+"="+resumeFrom())
+	select {
+	case <-l.started:
+	case <-ctx.Done():
+		st, _ := b.Status(context.Background(), jobID)
+		t.Fatalf("the reviewer's write never started: %+v", st)
+	}
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	_ = a.Wait()
+	requireGone(t, a.Process.Pid)
+
+	other := filepath.Join(t.TempDir(), "b.db")
+	startPairWorker(t, s.ClientURL(), name, other, l, replay, envResume+"="+resumeFrom())
+	st, err := b.Await(ctx, jobID)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Attempt)
+	tm.caughtUp(t, ctx)
+	tm.mu.Lock()
+	require.Equal(t, 1, tm.count[jobID], "terminal statuses")
+	tm.mu.Unlock()
+	return st, l, b, other
+}
+
+// TestD2_ResumesFromTheEventsStreamOnAnotherMachine: a worker process is
+// SIGKILLed during the second run's call to an idempotent tool; the job
+// is delivered to a worker process that shares no store with it (its own
+// is empty), which resumes the pair from the timeline the events stream
+// holds: no model request with a recorded answer is sent again, the
+// first run's call is not run again, the idempotent call runs again, and
+// the pair completes. Its own store never learns of the pair.
+func TestD2_ResumesFromTheEventsStreamOnAnotherMachine(t *testing.T) {
+	st, l, b, other := killOnAnotherMachine(t, "idempotent")
+	require.Equal(t, job.Completed, st.State, "%s: %s", st.Reason, st.Error)
+
+	models, tools := l.counts()
+	for key, n := range models {
+		require.Equal(t, 1, n, "model request %s was sent again", key)
+	}
+	require.Len(t, models, 4, "two requests a worker")
+	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 2}, tools)
+
+	tl := streamTimelines(t, b)["pair-d2"]
+	require.Equal(t, 1, tl.resumed)
+	require.Equal(t, orchestrator.KindCompleted, tl.kinds[len(tl.kinds)-1])
+
+	rd, err := store.OpenConfig(context.Background(), store.Config{Path: other, ReadOnly: true})
+	require.NoError(t, err)
+	defer rd.Close()
+	_, err = rd.Pair(context.Background(), "pair-d2")
+	require.ErrorIs(t, err, store.ErrNotFound, "the second worker's store recorded the pair")
+}
+
+// TestD2_UncertainMutatingCallFromTheEventsStream: a worker process is
+// SIGKILLed during a call to a mutating tool not declared idempotent;
+// the worker on another machine finds the call's start on the events
+// stream without an outcome, never runs it again, and ends the job
+// failed uncertain_tool_call, naming the call. The stream, which held
+// the start before the call ran, is all it needs.
+func TestD2_UncertainMutatingCallFromTheEventsStream(t *testing.T) {
+	st, l, b, _ := killOnAnotherMachine(t, "unsafe")
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, orchestrator.ReasonUncertainCall, st.Reason, st.Error)
+	require.Contains(t, st.Error, "c-reviewer")
+	models, tools := l.counts()
+	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 1}, tools, "a mutating call ran again")
+	for key, n := range models {
+		require.Equal(t, 1, n, "model request %s was sent again", key)
+	}
+	tl := streamTimelines(t, b)["pair-d2"]
+	require.Equal(t, 0, tl.resumed, "a refused pair publishes nothing")
+}
+
+// TestD2_PublishedContinuationIsOneTimeline: the resumed pair's events
+// go to the same subject, continuing the recorded sequence: the stream
+// holds one timeline from sequence 1 to one pair terminal, each event in
+// exactly one message, the continuation beginning with pair.resumed;
+// and a reader from cursor 0 (what serve streams) reads it whole.
+func TestD2_PublishedContinuationIsOneTimeline(t *testing.T) {
+	_, _, b, _ := killOnAnotherMachine(t, "idempotent")
+	tl := streamTimelines(t, b)["pair-d2"]
+	require.Equal(t, 1, tl.terminals)
+	require.Equal(t, 1, tl.resumed)
+	first := tl.kinds[tl.resumedAt-1]
+	require.Equal(t, orchestrator.KindResumed, first)
+
+	var seqs []uint64
+	for e, err := range b.Events(testCtx(t), "pair-d2", 0, true) {
+		require.NoError(t, err)
+		seqs = append(seqs, e.Seq())
+	}
+	require.Len(t, seqs, len(tl.kinds))
+	for i, s := range seqs {
+		require.Equal(t, uint64(i+1), s)
+	}
+}
+
+// streamTimeline is what the events stream holds of one pair, message by
+// message.
+type streamTimeline struct {
+	kinds     []string // by sequence, from 1
+	terminals int
+	resumed   int
+	resumedAt uint64 // the sequence of the last pair.resumed
+}
+
+// streamTimelines reads every message of the events stream and checks
+// that each pair's messages hold one timeline: from sequence 1, each
+// message beginning right after the last one ended (no gap, no event
+// stored twice), at most one pair terminal, and nothing after it.
+func streamTimelines(t *testing.T, b *Backend) map[string]*streamTimeline {
+	t.Helper()
+	ctx := testCtx(t)
+	out := map[string]*streamTimeline{}
+	info, err := b.events.Info(ctx)
+	require.NoError(t, err)
+	if info.State.Msgs == 0 {
+		return out
+	}
+	cons, err := b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	it, err := cons.Messages()
+	require.NoError(t, err)
+	defer it.Stop()
+	prefix := len(b.eventsSubject(""))
+	for {
+		msg, err := it.Next()
+		require.NoError(t, err)
+		pairID := msg.Subject()[prefix:]
+		tl := out[pairID]
+		if tl == nil {
+			tl = &streamTimeline{}
+			out[pairID] = tl
+		}
+		evs, err := decodeBatch(msg.Data())
+		require.NoError(t, err)
+		for _, e := range evs {
+			require.Equal(t, uint64(len(tl.kinds)+1), e.Seq(), "pair %s: event %d out of place", pairID, e.Seq())
+			require.Zero(t, tl.terminals, "pair %s: an event after its terminal", pairID)
+			tl.kinds = append(tl.kinds, e.Kind())
+			switch {
+			case orchestrator.Terminal(e.Kind()):
+				tl.terminals++
+			case e.Kind() == orchestrator.KindResumed:
+				tl.resumed++
+				tl.resumedAt = e.Seq()
+			}
+		}
+		meta, err := msg.Metadata()
+		require.NoError(t, err)
+		if meta.NumPending == 0 {
+			return out
+		}
+	}
+}
+
