@@ -197,4 +197,3 @@ func streamTimelines(t *testing.T, b *Backend) map[string]*streamTimeline {
 		}
 	}
 }
-
