@@ -38,7 +38,7 @@ func killOnAnotherMachine(t *testing.T, replay string) (job.Status, *loopback, *
 	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), name))
 	require.NoError(t, err)
 	tm := watchTerminals(t, b)
-	l := newLoopback(t, "c-reviewer")
+	l := newLoopback(t, "pair-d2/c-reviewer")
 
 	const jobID = "pair-d2"
 	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
@@ -82,7 +82,7 @@ func TestD2_ResumesFromTheEventsStreamOnAnotherMachine(t *testing.T) {
 		require.Equal(t, 1, n, "model request %s was sent again", key)
 	}
 	require.Len(t, models, 4, "two requests a worker")
-	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 2}, tools)
+	require.Equal(t, map[string]int{"pair-d2/c-writer": 1, "pair-d2/c-reviewer": 2}, tools)
 
 	tl := streamTimelines(t, b)["pair-d2"]
 	require.Equal(t, 1, tl.resumed)
@@ -107,7 +107,7 @@ func TestD2_UncertainMutatingCallFromTheEventsStream(t *testing.T) {
 	require.Equal(t, orchestrator.ReasonUncertainCall, st.Reason, st.Error)
 	require.Contains(t, st.Error, "c-reviewer")
 	models, tools := l.counts()
-	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 1}, tools, "a mutating call ran again")
+	require.Equal(t, map[string]int{"pair-d2/c-writer": 1, "pair-d2/c-reviewer": 1}, tools, "a mutating call ran again")
 	for key, n := range models {
 		require.Equal(t, 1, n, "model request %s was sent again", key)
 	}

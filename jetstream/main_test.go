@@ -30,10 +30,13 @@ const (
 	// tests of D2 prove fails without it.
 	envNoResume = "SPICE_JS_TEST_WORKER_NO_RESUME"
 	// envResume "events" makes a pair worker one of a fleet without a
-	// shared store: envStore is its own, and it resumes from the events
-	// stream; "store" resumes from its own store instead, to show what
+	// shared store: envStore, if set, is its own, and it resumes from
+	// the events stream; "fleet" likewise, publishing with the default
+	// batching; "store" resumes from its own store instead, to show what
 	// the tests of resuming from the stream prove fails without it.
 	envResume = "SPICE_JS_TEST_WORKER_RESUME"
+	// envTag names the worker process to the loopback server.
+	envTag = "SPICE_JS_TEST_WORKER_TAG"
 )
 
 func TestMain(m *testing.M) {
@@ -73,29 +76,39 @@ func workerMain(url, name string) int {
 		}
 		wc.Play, wc.Pairs = pairPlay(b, rc), 4
 	}
-	if path := os.Getenv(envStore); path != "" {
-		st, err := store.Open(ctx, path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
+	if loop := os.Getenv(envLoop); loop != "" {
+		workerTag = os.Getenv(envTag)
+		var st *store.Store
+		if path := os.Getenv(envStore); path != "" {
+			if st, err = store.Open(ctx, path); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			defer st.Close()
 		}
-		defer st.Close()
-		replay := tool.Unsafe
-		if os.Getenv(envReplay) == "idempotent" {
+		var replay tool.Replay // "spec": the job's spec says
+		switch os.Getenv(envReplay) {
+		case "idempotent":
 			replay = tool.Idempotent
+		case "unsafe":
+			replay = tool.Unsafe
 		}
-		build := pairBuilder(st, os.Getenv(envLoop), replay)
+		build := pairBuilder(st, loop, replay)
 		wc.Play = playPair(build)
 		if os.Getenv(envNoResume) == "" {
 			wc.Resume = ResumeFromStore(st, build)
 		}
-		if os.Getenv(envResume) != "" {
+		if mode := os.Getenv(envResume); mode != "" {
 			// Events reach the stream only at tool starts and terminals:
-			// what a resume finds there does not depend on timing.
+			// what a resume finds there does not depend on timing. A
+			// fleet ("fleet") publishes as a worker does by default.
 			tc := TimelineConfig{Batch: MaxBatch, Linger: time.Hour}
+			if mode == "fleet" {
+				tc = TimelineConfig{}
+			}
 			wc.Play = playStreamed(b, build, tc)
-			if os.Getenv(envResume) == "events" {
-				wc.Resume = b.ResumeFromEvents(pairBuilder(nil, os.Getenv(envLoop), replay), tc)
+			if mode != "store" && os.Getenv(envNoResume) == "" {
+				wc.Resume = b.ResumeFromEvents(pairBuilder(nil, loop, replay), tc)
 			}
 		}
 	}

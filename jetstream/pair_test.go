@@ -32,12 +32,19 @@ import (
 // request; its tool asks that server to do the write. The pair records
 // into a SQLite store that all worker processes of a test share.
 
+// workerTag names the worker process to the loopback server, in
+// workerHeader: the chaos test holds the calls of one worker.
+var workerTag string
+
+const workerHeader = "X-Spice-Worker"
+
 // post sends body to the test's loopback server and waits for its answer.
 func post(ctx context.Context, url, body string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set(workerHeader, workerTag)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -83,12 +90,19 @@ func pairBuilder(st *store.Store, url string, replay tool.Replay) BuildFunc {
 		if st != nil {
 			required = []eventlog.Observer{st}
 		}
+		replay := replay
+		if replay == 0 { // the spec says
+			replay = tool.Unsafe
+			if bytes.Contains(j.Spec, []byte("[idempotent]")) {
+				replay = tool.Idempotent
+			}
+		}
 		def, err := tool.NewDefinition(tool.DefinitionConfig{Name: "write", Effect: tool.Mutating, Replay: replay})
 		if err != nil {
 			return orchestrator.Config{}, nil, err
 		}
 		write := enginetest.Tool{Def: def, Fn: func(ctx context.Context, call tool.Call, _ tool.Reporter) (tool.Result, error) {
-			if err := post(ctx, url+"/tool", string(call.ID())); err != nil {
+			if err := post(ctx, url+"/tool", j.ID+"/"+string(call.ID())); err != nil {
 				return tool.Result{}, err
 			}
 			return tool.NewResult(call.ID(), "wrote")
