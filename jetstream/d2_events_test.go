@@ -32,6 +32,12 @@ func resumeFrom() string {
 // empty store, to which the job is delivered again. It returns the job's
 // terminal status and the second worker's store.
 func killOnAnotherMachine(t *testing.T, replay string) (job.Status, *loopback, *Backend, string) {
+	return killAndResume(t, replay, resumeFrom(), false)
+}
+
+// killAndResume is killOnAnotherMachine with the second worker's way to
+// resume (envResume), and, if shared, one store for both workers.
+func killAndResume(t *testing.T, replay, mode string, shared bool) (job.Status, *loopback, *Backend, string) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
 	name := "d2ev" + replay
@@ -43,7 +49,8 @@ func killOnAnotherMachine(t *testing.T, replay string) (job.Status, *loopback, *
 	const jobID = "pair-d2"
 	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
 	require.NoError(t, err)
-	a := startPairWorker(t, s.ClientURL(), name, filepath.Join(t.TempDir(), "a.db"), l, replay, envResume+"="+resumeFrom())
+	first := filepath.Join(t.TempDir(), "a.db")
+	a := startPairWorker(t, s.ClientURL(), name, first, l, replay, envResume+"="+mode)
 	select {
 	case <-l.started:
 	case <-ctx.Done():
@@ -55,7 +62,10 @@ func killOnAnotherMachine(t *testing.T, replay string) (job.Status, *loopback, *
 	requireGone(t, a.Process.Pid)
 
 	other := filepath.Join(t.TempDir(), "b.db")
-	startPairWorker(t, s.ClientURL(), name, other, l, replay, envResume+"="+resumeFrom())
+	if shared {
+		other = first
+	}
+	startPairWorker(t, s.ClientURL(), name, other, l, replay, envResume+"="+mode)
 	st, err := b.Await(ctx, jobID)
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Attempt)
@@ -137,6 +147,45 @@ func TestD2_PublishedContinuationIsOneTimeline(t *testing.T) {
 	for i, s := range seqs {
 		require.Equal(t, uint64(i+1), s)
 	}
+}
+
+// TestD2_ResumedFromASharedStoreIsPublished: workers sharing one store
+// resume a pair from that store's record, and the continuation goes to
+// the events stream as well: a reader of the stream sees the pair
+// resumed and ended, in one timeline.
+func TestD2_ResumedFromASharedStoreIsPublished(t *testing.T) {
+	st, l, b, _ := killAndResume(t, "idempotent", resumeFromShared(), true)
+	require.Equal(t, job.Completed, st.State, "%s: %s", st.Reason, st.Error)
+	_, tools := l.counts()
+	require.Equal(t, map[string]int{"pair-d2/c-writer": 1, "pair-d2/c-reviewer": 2}, tools)
+	tl := streamTimelines(t, b)["pair-d2"]
+	require.Equal(t, 1, tl.resumed)
+	require.Equal(t, 1, tl.terminals)
+	require.Equal(t, orchestrator.KindCompleted, tl.kinds[len(tl.kinds)-1])
+}
+
+// TestD2_WithAStoreWithoutThePairResumesFromTheStream: a worker whose
+// own store does not hold the pair resumes it from the events stream.
+func TestD2_WithAStoreWithoutThePairResumesFromTheStream(t *testing.T) {
+	st, l, b, _ := killAndResume(t, "idempotent", resumeFromShared(), false)
+	require.Equal(t, job.Completed, st.State, "%s: %s", st.Reason, st.Error)
+	models, _ := l.counts()
+	for key, n := range models {
+		require.Equal(t, 1, n, "model request %s was sent again", key)
+	}
+	tl := streamTimelines(t, b)["pair-d2"]
+	require.Equal(t, 1, tl.resumed)
+	require.Equal(t, 1, tl.terminals)
+}
+
+// resumeFromShared is how a worker with a store resumes in the tests of
+// ResumeFromStoreOrEvents; SPICE_JS_TEST_RESUME_FROM=store shows what
+// ResumeFromStore alone does.
+func resumeFromShared() string {
+	if v := os.Getenv("SPICE_JS_TEST_RESUME_FROM"); v != "" {
+		return v
+	}
+	return "either"
 }
 
 // streamTimeline is what the events stream holds of one pair, message by

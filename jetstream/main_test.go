@@ -32,8 +32,10 @@ const (
 	// envResume "events" makes a pair worker one of a fleet without a
 	// shared store: envStore, if set, is its own, and it resumes from
 	// the events stream; "fleet" likewise, publishing with the default
-	// batching; "store" resumes from its own store instead, to show what
-	// the tests of resuming from the stream prove fails without it.
+	// batching; "either" resumes from envStore when it holds the pair
+	// and from the stream otherwise; "store" resumes from envStore only,
+	// as a worker did before it could resume from the stream, to show
+	// what the tests of resuming from the stream prove fails without it.
 	envResume = "SPICE_JS_TEST_WORKER_RESUME"
 	// envTag names the worker process to the loopback server.
 	envTag = "SPICE_JS_TEST_WORKER_TAG"
@@ -107,7 +109,11 @@ func workerMain(url, name string) int {
 				tc = TimelineConfig{}
 			}
 			wc.Play = playStreamed(b, build, tc)
-			if mode != "store" && os.Getenv(envNoResume) == "" {
+			switch {
+			case os.Getenv(envNoResume) != "", mode == "store":
+			case mode == "either":
+				wc.Resume = b.ResumeFromStoreOrEvents(st, build, pairBuilder(nil, loop, replay), tc)
+			default:
 				wc.Resume = b.ResumeFromEvents(pairBuilder(nil, loop, replay), tc)
 			}
 		}

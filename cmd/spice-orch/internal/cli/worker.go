@@ -42,18 +42,17 @@ it, and record its terminal state. Each pair gets its own workspace under
 the server's events stream, from which 'serve --nats' streams it.
 
 A job is held with heartbeats while it plays. If this worker dies, the
-job is delivered to another worker after the ack wait, which resumes the
-pair from the timeline the server's events stream holds, on any machine:
-from the last completed run, without asking a model again for an answer
-the stream holds. A tool call's start is on the stream before the call
-runs, so a mutating call that started without a recorded outcome is never
-run again: the job ends failed with reason "uncertain_tool_call", naming
-the call; a call to a tool declared idempotent runs again. The resumed
-pair's events continue the same timeline on the stream; they are not
-recorded in this worker's store. With --store, a store that all workers
-share (one machine), the pair resumes from that store's record instead,
-and a worker that does not find it there ends the job failed with reason
-"interrupted".
+job is delivered to another worker after the ack wait, on any machine,
+which resumes the pair: from its store's record when it holds the pair
+(workers on one machine sharing one --store), and otherwise from the
+timeline the server's events stream holds. It goes on from the last
+completed run, without asking a model again for a recorded answer. A
+tool call's start is on the stream before the call runs, so a mutating
+call that started without a recorded outcome is never run again: the job
+ends failed with reason "uncertain_tool_call", naming the call; a call to
+a tool declared idempotent runs again. The resumed pair's events continue
+the same timeline on the stream. Files the pair's tools wrote stay in the
+first worker's workspace.
 
 On SIGTERM or SIGINT the worker stops fetching, lets the pairs it holds
 finish within --drain, cancels the rest and hands them back.`,
@@ -139,9 +138,10 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		_ = pub.Flush(context.WithoutCancel(ctx))
 		return rep
 	}
-	// A job delivered again after it started is resumed from the
-	// events stream, built again as play built it; with --store, a
-	// store the workers share, from that store's record of its pair.
+	// A job delivered again after it started is resumed from this
+	// store's record of its pair when it holds it (workers sharing a
+	// store), and otherwise from the events stream, built again as play
+	// built it: without this store, which lacks the pair's beginning.
 	resumeBuild := func(bld *builder) jetstream.BuildFunc {
 		return func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
 			ws := filepath.Join(dataDir, "workspaces", j.ID)
@@ -156,12 +156,7 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 			return *built.Config, built.Close, nil
 		}
 	}
-	// The continuation is recorded on the stream only: this store may
-	// not hold the pair's beginning.
-	resume := b.ResumeFromEvents(resumeBuild(&builder{getenv: env.Getenv}), jetstream.TimelineConfig{})
-	if f.store != "" {
-		resume = jetstream.ResumeFromStore(st, resumeBuild(bld))
-	}
+	resume := b.ResumeFromStoreOrEvents(st, resumeBuild(bld), resumeBuild(&builder{getenv: env.Getenv}), jetstream.TimelineConfig{})
 	if err := b.Work(ctx, jetstream.WorkerConfig{Pairs: f.pairs, Play: play, Resume: resume, Drain: f.drain}); err != nil {
 		return failed(err)
 	}
@@ -169,8 +164,8 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	return nil
 }
 
-// discard is the timeline of a pair resumed from a shared store: its
-// continuation is recorded in that store only.
+// discard stands for the timeline of a resumed pair: the backend adds
+// its publisher.
 var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
 
 // playJob builds the job's pair from its spec and plays it to its end,
