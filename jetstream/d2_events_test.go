@@ -4,13 +4,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -245,4 +248,53 @@ func streamTimelines(t *testing.T, b *Backend) map[string]*streamTimeline {
 			return out
 		}
 	}
+}
+
+// TestD2_AContinuationIsRefusedWhenTheTimelineMoved: a resumed pair's
+// publisher stores its first batch only if the pair's subject is as the
+// resume read it. A worker that stalled and then published another
+// event of the pair makes the continuation fail instead of storing a
+// second event 4.
+func TestD2_AContinuationIsRefusedWhenTheTimelineMoved(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "fence"))
+	require.NoError(t, err)
+	const pairID = "pair-fence"
+	events := func(n int) []eventlog.Event {
+		l, err := eventlog.New(eventlog.Config{Name: pairID, MaxEvents: 64, MaxBytes: 1 << 20})
+		require.NoError(t, err)
+		var evs []eventlog.Event
+		for i := 1; i <= n; i++ {
+			raw, err := eventlog.NewRaw([]byte(`{"i":` + strconv.Itoa(i) + `}`))
+			require.NoError(t, err)
+			e, err := l.Append(ctx, eventlog.Record{Kind: "model.delta", Time: time.Now(), Payload: raw})
+			require.NoError(t, err)
+			evs = append(evs, e)
+		}
+		return evs
+	}
+	stalled, err := b.Timeline(pairID, TimelineConfig{})
+	require.NoError(t, err)
+	first := events(4)
+	for _, e := range first[:3] {
+		require.NoError(t, stalled.Observe(ctx, e))
+	}
+	require.NoError(t, stalled.Flush(ctx))
+	rec, err := b.stored(ctx, pairID)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), rec.lastSeq)
+
+	// The stalled worker goes on after the resume read the timeline.
+	require.NoError(t, stalled.Observe(ctx, first[3]))
+	require.NoError(t, stalled.Flush(ctx))
+
+	pub, err := b.Timeline(pairID, TimelineConfig{})
+	require.NoError(t, err)
+	pub.last, pub.fence, pub.fenced = rec.lastSeq, rec.streamSeq, true
+	for _, e := range events(5)[3:] {
+		require.NoError(t, pub.Observe(ctx, e))
+	}
+	require.Error(t, pub.Flush(ctx), "the continuation was stored after a moved timeline")
+	require.Len(t, streamTimelines(t, b)[pairID].kinds, 4)
 }
