@@ -14,6 +14,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/tool"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -297,4 +298,24 @@ func TestD2_AContinuationIsRefusedWhenTheTimelineMoved(t *testing.T) {
 	}
 	require.Error(t, pub.Flush(ctx), "the continuation was stored after a moved timeline")
 	require.Len(t, streamTimelines(t, b)[pairID].kinds, 4)
+}
+
+// TestD2_ResumeFromEventsWhenCancelled: a job cancelled before its
+// resume could read the stream ends cancelled, not with a timeline
+// error, and asks nothing of the model or the tool.
+func TestD2_ResumeFromEventsWhenCancelled(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "cancelled"))
+	require.NoError(t, err)
+	l := newLoopback(t, "")
+	resume := b.ResumeFromEvents(pairBuilder(nil, l.srv.URL, tool.Unsafe), TimelineConfig{})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	rep := resume(cctx, job.Job{ID: "pair-cancelled", Attempt: 2, Spec: []byte("Write.")})
+	require.Equal(t, job.Cancelled, rep.State)
+	require.Equal(t, job.ReasonCancelled, rep.Reason, rep.Error)
+	models, tools := l.counts()
+	require.Empty(t, models)
+	require.Empty(t, tools)
 }

@@ -47,8 +47,9 @@ func (b *Backend) ResumeFromEvents(build BuildFunc, tc TimelineConfig) PlayFunc 
 		}
 		rec, err := b.stored(ctx, j.ID)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil { // cancelled, or draining
 				rep.State = job.Cancelled
+				return fail(job.ReasonCancelled, err)
 			}
 			return fail(orchestrator.ReasonTimelineInvalid, err)
 		}
