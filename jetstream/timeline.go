@@ -81,9 +81,10 @@ type TimelineConfig struct {
 // travel in batches of consecutive sequences, each message's Nats-Msg-Id
 // naming the pair and its range, so that a batch published twice is
 // stored once. A batch is published when it is full, when Linger has
-// passed since its first event, and at the pair's terminal, which
-// Observe returns only once every batch of the pair is stored: a pair
-// that has ended has its whole timeline on the stream.
+// passed since its first event, at a tool.started and at the pair's
+// terminal; at those two Observe returns only once every batch of the
+// pair is stored: a tool call runs only once its start is on the
+// stream, and a pair that has ended has its whole timeline there.
 func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error) {
 	if err := id.Check("pair.id", pairID); err != nil {
 		return nil, err
