@@ -13,6 +13,9 @@ import (
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
+// chaosName is the backend of the chaos test and its worker processes.
+const chaosName = "chaos"
+
 // TestD1_D2_ThreeWorkersThreeHundredJobsSurviveKillAndTerm: three worker
 // processes without a shared store play 300 pair jobs, every other one
 // with its write tool declared idempotent. Once 30 jobs have ended, every
@@ -35,8 +38,8 @@ func TestD1_D2_ThreeWorkersThreeHundredJobsSurviveKillAndTerm(t *testing.T) {
 	began := time.Now()
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
-	const name = "chaos"
-	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), name))
+	const name = chaosName
+	b, err := Open(ctx, chaosConfig(connect(t, s.ClientURL())))
 	require.NoError(t, err)
 	tm := watchTerminals(t, b)
 	l := newLoopback(t, "")

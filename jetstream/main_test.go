@@ -61,8 +61,11 @@ func workerMain(url, name string) int {
 	}
 	defer nc.Close()
 	cfg := testConfig(nc, name)
-	if os.Getenv(envPlay) == "pairs" {
+	switch {
+	case os.Getenv(envPlay) == "pairs":
 		cfg = benchConfig(nc)
+	case name == chaosName:
+		cfg = chaosConfig(nc)
 	}
 	b, err := Open(ctx, cfg)
 	if err != nil {
@@ -106,7 +109,8 @@ func workerMain(url, name string) int {
 			// fleet ("fleet") publishes as a worker does by default.
 			tc := TimelineConfig{Batch: MaxBatch, Linger: time.Hour}
 			if mode == "fleet" {
-				tc = TimelineConfig{}
+				// Its pairs end by themselves: a drain waits for them.
+				tc, wc.Drain = TimelineConfig{}, 20*time.Second
 			}
 			wc.Play = playStreamed(b, build, tc)
 			switch {
@@ -130,6 +134,15 @@ func workerMain(url, name string) int {
 // shares: a short AckWait, so that redelivery is quick.
 func testConfig(nc *nats.Conn, name string) Config {
 	return Config{Conn: nc, Name: name, MaxJobs: 10_000, MaxAge: time.Hour, AckWait: 500 * time.Millisecond, MaxDeliver: 3}
+}
+
+// chaosConfig is testConfig with a longer AckWait: on a loaded machine
+// a live worker's heartbeat must not be late enough to have its pair
+// taken from it.
+func chaosConfig(nc *nats.Conn) Config {
+	cfg := testConfig(nc, chaosName)
+	cfg.AckWait = 2 * time.Second
+	return cfg
 }
 
 func scripted(ctx context.Context, j job.Job) job.Report {
