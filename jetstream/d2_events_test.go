@@ -253,9 +253,10 @@ func streamTimelines(t *testing.T, b *Backend) map[string]*streamTimeline {
 
 // TestD2_AContinuationIsRefusedWhenTheTimelineMoved: a resumed pair's
 // publisher stores its first batch only if the pair's subject is as the
-// resume read it. A worker that stalled and then published another
-// event of the pair makes the continuation fail instead of storing a
-// second event 4.
+// resume read it, and sends nothing before it knows. A worker that
+// stalled and then published another event of the pair makes the
+// continuation fail at its first event instead of storing a second
+// event 4, or anything after.
 func TestD2_AContinuationIsRefusedWhenTheTimelineMoved(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
@@ -293,10 +294,10 @@ func TestD2_AContinuationIsRefusedWhenTheTimelineMoved(t *testing.T) {
 	pub, err := b.Timeline(pairID, TimelineConfig{})
 	require.NoError(t, err)
 	pub.last, pub.fence, pub.fenced = rec.lastSeq, rec.streamSeq, true
-	for _, e := range events(5)[3:] {
-		require.NoError(t, pub.Observe(ctx, e))
-	}
-	require.Error(t, pub.Flush(ctx), "the continuation was stored after a moved timeline")
+	next := events(5)[3:]
+	require.Error(t, pub.Observe(ctx, next[0]), "the continuation was stored after a moved timeline")
+	require.Error(t, pub.Observe(ctx, next[1]), "the continuation went on after a refusal")
+	require.Error(t, pub.Flush(ctx))
 	require.Len(t, streamTimelines(t, b)[pairID].kinds, 4)
 }
 

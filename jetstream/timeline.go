@@ -153,7 +153,9 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	// A tool call runs after its tool.started returns: stored first,
 	// so that a worker resuming the pair from the stream finds every
 	// call that may have taken effect, and every model output before.
-	durable := e.Kind() == event.KindToolStarted
+	// A fenced first batch is stored (or refused) before any other is
+	// sent, so that nothing follows a refused one.
+	durable := e.Kind() == event.KindToolStarted || p.fenced
 	switch {
 	case terminal || durable || p.n >= p.cfg.Batch:
 		p.flushLocked()
