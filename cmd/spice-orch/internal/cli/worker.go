@@ -42,14 +42,17 @@ it, and record its terminal state. Each pair gets its own workspace under
 the server's events stream, from which 'serve --nats' streams it.
 
 A job is held with heartbeats while it plays. If this worker dies, the
-job is delivered to another worker after the ack wait, which resumes the
-pair from its recorded timeline when it finds it in its store (workers on
-one machine sharing one --store): from the last completed run, without
-asking a model again for a recorded answer. A mutating tool call that
-started without a recorded outcome is never run again: the job ends
-failed with reason "uncertain_tool_call", naming the call; a call to a
-tool declared idempotent runs again. A worker whose store does not hold
-the pair (another machine) ends the job failed with reason "interrupted".
+job is delivered to another worker after the ack wait, on any machine,
+which resumes the pair: from its store's record when it holds the pair
+(workers on one machine sharing one --store), and otherwise from the
+timeline the server's events stream holds. It goes on from the last
+completed run, without asking a model again for a recorded answer. A
+tool call's start is on the stream before the call runs, so a mutating
+call that started without a recorded outcome is never run again: the job
+ends failed with reason "uncertain_tool_call", naming the call; a call to
+a tool declared idempotent runs again. The resumed pair's events continue
+the same timeline on the stream. Files the pair's tools wrote stay in the
+first worker's workspace.
 
 On SIGTERM or SIGINT the worker stops fetching, lets the pairs it holds
 finish within --drain, cancels the rest and hands them back.`,
@@ -136,15 +139,24 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		return rep
 	}
 	// A job delivered again after it started is resumed from this
-	// store's record of its pair, built again as play built it.
-	resume := jetstream.ResumeFromStore(st, func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
-		built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: filepath.Join(dataDir, "workspaces", j.ID),
-			Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
-		if err != nil {
-			return orchestrator.Config{}, nil, err
+	// store's record of its pair when it holds it (workers sharing a
+	// store), and otherwise from the events stream, built again as play
+	// built it: without this store, which lacks the pair's beginning.
+	resumeBuild := func(bld *builder) jetstream.BuildFunc {
+		return func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
+			ws := filepath.Join(dataDir, "workspaces", j.ID)
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
+				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
+			if err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			return *built.Config, built.Close, nil
 		}
-		return *built.Config, built.Close, nil
-	})
+	}
+	resume := b.ResumeFromStoreOrEvents(st, resumeBuild(bld), resumeBuild(&builder{getenv: env.Getenv}), jetstream.TimelineConfig{})
 	if err := b.Work(ctx, jetstream.WorkerConfig{Pairs: f.pairs, Play: play, Resume: resume, Drain: f.drain}); err != nil {
 		return failed(err)
 	}
@@ -152,9 +164,8 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	return nil
 }
 
-// discard is the timeline of a resumed pair: its continuation is
-// recorded in the worker's store only, since the events stream carries a
-// pair's timeline from its first event.
+// discard stands for the timeline of a resumed pair: the backend adds
+// its publisher.
 var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
 
 // playJob builds the job's pair from its spec and plays it to its end,
