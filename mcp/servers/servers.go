@@ -39,7 +39,27 @@ type Config struct {
 	// OnEvent, when set, is told of every generation event. It must
 	// return quickly.
 	OnEvent func(Event)
+	// Approve, when set, decides on each verified candidate whose tool
+	// definitions differ from those of the generation it would replace,
+	// before it is activated: an operator's approval. It may block until
+	// the answer, or until ctx ends when the source closes; the active
+	// generation serves meanwhile. false or an error refuses the
+	// candidate (candidate.failed) and the active generation stays.
+	Approve func(ctx context.Context, c Candidate) (bool, error)
 }
+
+// Candidate is a verified tool set waiting for Config.Approve.
+type Candidate struct {
+	Server string
+	Slot   int
+	Pinned bool
+	// Tools are the candidate's tools; Active those of the generation it
+	// would replace.
+	Tools, Active []client.Info
+}
+
+// ErrNotApproved: Config.Approve refused a candidate.
+var ErrNotApproved = errors.New("mcp candidate not approved")
 
 // Event is a generation event with what the server's generations are.
 type Event struct {
@@ -71,6 +91,9 @@ type Source struct {
 	wg   sync.WaitGroup
 	stop chan struct{}
 	once sync.Once
+	// ctx ends when the source closes: it bounds an approval's wait.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 var _ plan.Source = (*Source)(nil)
@@ -79,6 +102,7 @@ var _ plan.Source = (*Source)(nil)
 // error nothing is left running.
 func New(ctx context.Context, cfg Config) (*Source, error) {
 	s := &Source{cfg: cfg, stop: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	set, err := toolgen.New(toolgen.Config{PlanPrefix: cfg.PlanPrefix, Compiled: cfg.Compiled, Slots: len(cfg.Servers),
 		DrainTimeout: cfg.DrainTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxRetainedPlans: cfg.MaxRetainedPlans, OnEvent: s.onEvent})
@@ -105,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 }
 
 func (s *Source) abort() {
-	s.once.Do(func() { close(s.stop) })
+	s.once.Do(func() { close(s.stop); s.cancel() })
 	s.set.Abort()
 	s.wg.Wait()
 }
@@ -168,7 +192,55 @@ func (s *Source) relist(i int, c *conn) (toolgen.Info, error) {
 		c.release()
 		return toolgen.Info{}, err
 	}
+	if err := s.approve(old, g); err != nil {
+		return toolgen.Info{}, err
+	}
 	return s.activate(old, g)
+}
+
+// approve asks Config.Approve about g when its definitions differ from
+// old's; a refused g is discarded and reported.
+func (s *Source) approve(old, g *toolgen.Gen) error {
+	if s.cfg.Approve == nil {
+		return nil
+	}
+	next := g.Unit().(*unit).infos
+	var prev []client.Info
+	if old != nil {
+		prev = old.Unit().(*unit).infos
+	}
+	if sameDefinitions(prev, next) {
+		return nil
+	}
+	i := g.Slot()
+	ok, err := s.cfg.Approve(s.ctx, Candidate{Server: s.cfg.Servers[i].Name, Slot: i,
+		Pinned: s.cfg.Servers[i].URL == "", Tools: next, Active: prev})
+	if err == nil && !ok {
+		err = ErrNotApproved
+	}
+	if err != nil {
+		s.set.Discard(g)
+		s.set.Emit([]toolgen.Event{{Kind: toolgen.EventCandidateFailed, Slot: i, Generation: g.ID(), Reason: err.Error()}})
+		return err
+	}
+	return nil
+}
+
+// sameDefinitions: the same tools with the same definition digests.
+func sameDefinitions(a, b []client.Info) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[string]string, len(a))
+	for _, in := range a {
+		m[in.Name] = in.Digest
+	}
+	for _, in := range b {
+		if d, ok := m[in.Name]; !ok || d != in.Digest {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Source) activate(old, g *toolgen.Gen) (toolgen.Info, error) {
@@ -201,6 +273,9 @@ func (s *Source) Reconnect(ctx context.Context, i int) (toolgen.Info, error) {
 	g, err := s.connect(ctx, i, s.cfg.Servers[i])
 	if err != nil {
 		s.set.Emit([]toolgen.Event{{Kind: toolgen.EventCandidateFailed, Slot: i, Reason: err.Error()}})
+		return toolgen.Info{}, err
+	}
+	if err := s.approve(old, g); err != nil {
 		return toolgen.Info{}, err
 	}
 	return s.activate(old, g)
@@ -278,7 +353,7 @@ func (s *Source) Generations() []toolgen.Info { return s.set.Generations() }
 // Close refuses new leases, drains every generation within the shutdown
 // bound and ends every connection.
 func (s *Source) Close() error {
-	s.once.Do(func() { close(s.stop) })
+	s.once.Do(func() { close(s.stop); s.cancel() })
 	err := s.set.Close()
 	s.wg.Wait()
 	return err

@@ -40,6 +40,7 @@ type builder struct {
 	approve        orchestrator.ApprovalPolicy
 	approveTimeout time.Duration
 	approvals      *orchestrator.Approvals
+	mcp            *serveMCP // the --mcp servers; nil without
 }
 
 func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
@@ -71,6 +72,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
+	if len(s.MCPServers) > 0 {
+		return refuse("mcp_servers", "a spec sent over HTTP may not launch or reach MCP servers; the server's own (--mcp) serve every pair")
+	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
 	appr := orchestrator.ApprovalConfig{Policy: b.approve, Timeout: b.approveTimeout}
@@ -93,7 +97,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 			return refuse("workers["+strconv.Itoa(i)+"].openai.base_url", "a spec sent over HTTP may not choose the server a worker connects to")
 		}
 	}
-	if err := compose.Check(s); err != nil {
+	// With the server's MCP servers, the plan is known only once Build
+	// leases it, which checks the calls then.
+	if err := compose.Check(s); err != nil && b.mcp == nil {
 		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
 	}
 	// The feed comes right after the store, so it is told only what the
@@ -108,7 +114,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
 		Store: b.st, Timeline: timeline, Getenv: b.getenv,
-		Approval: appr, Broker: b.approvals,
+		Approval: appr, Broker: b.approvals, SharedMCP: b.mcp.source(),
 	})
 	if err != nil {
 		var ce *compose.ConfigError
