@@ -12,21 +12,23 @@ import (
 
 // pairView is the API's pair resource.
 type pairView struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name,omitempty"`
-	Task      string       `json:"task,omitempty"`
-	State     string       `json:"state"`
-	Reason    string       `json:"reason,omitempty"`
-	Limit     string       `json:"limit,omitempty"`
-	Rounds    int          `json:"rounds"`
-	Runs      int          `json:"runs"`
-	Usage     usageView    `json:"usage"`
-	Workers   []workerView `json:"workers"`
-	Plan      *planView    `json:"plan,omitempty"`
-	Submitted *time.Time   `json:"submitted,omitempty"`
-	Started   *time.Time   `json:"started,omitempty"`
-	Ended     *time.Time   `json:"ended,omitempty"`
-	LastSeq   uint64       `json:"last_seq"`
+	ID      string       `json:"id"`
+	Name    string       `json:"name,omitempty"`
+	Task    string       `json:"task,omitempty"`
+	State   string       `json:"state"`
+	Reason  string       `json:"reason,omitempty"`
+	Limit   string       `json:"limit,omitempty"`
+	Rounds  int          `json:"rounds"`
+	Runs    int          `json:"runs"`
+	Usage   usageView    `json:"usage"`
+	Workers []workerView `json:"workers"`
+	Plan    *planView    `json:"plan,omitempty"`
+	// UnpinnedTools are the pair's tools whose code is not pinned.
+	UnpinnedTools []string   `json:"unpinned_tools,omitempty"`
+	Submitted     *time.Time `json:"submitted,omitempty"`
+	Started       *time.Time `json:"started,omitempty"`
+	Ended         *time.Time `json:"ended,omitempty"`
+	LastSeq       uint64     `json:"last_seq"`
 	// Cancellable: this server plays the pair, it has not ended and no
 	// cancel is under way. A pair another process plays is followed from
 	// the store and cannot be cancelled here.
@@ -77,7 +79,7 @@ func linksOf(pairID string) links {
 func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) {
 	v := pairView{ID: pairID, Workers: []workerView{}, Links: linksOf(pairID)}
 	m := s.readMeta(pairID)
-	v.Name, v.Task = m.Name, m.Task
+	v.Name, v.Task, v.UnpinnedTools = m.Name, m.Task, m.Unpinned
 	var info scheduler.Info
 	var inMemory bool
 	e := s.lookup(pairID)

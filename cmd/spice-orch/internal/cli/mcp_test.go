@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,7 +142,7 @@ func TestM5_RunMakesACandidateGenerationOnListChangedAndThePairKeepsItsPlan(t *t
 	// The reviewer starts only once the candidate made from grow's list
 	// change was activated: its run must still hold the pair's first plan.
 	activated := make(chan struct{})
-	var n int
+	var n atomic.Int32
 	var out, errOut strings.Builder
 	env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
 		wrapStore: func(o eventlog.Observer) eventlog.Observer {
@@ -146,7 +150,7 @@ func TestM5_RunMakesACandidateGenerationOnListChangedAndThePairKeepsItsPlan(t *t
 		},
 		mcpEvent: func(e servers.Event) {
 			if e.Kind == toolgen.EventActivated {
-				if n++; n == 2 {
+				if n.Add(1) == 2 {
 					close(activated)
 				}
 			}
@@ -198,4 +202,82 @@ func TestM5_RunMakesACandidateGenerationOnListChangedAndThePairKeepsItsPlan(t *t
 	require.Contains(t, g2[:strings.Index(g2, "mcp events")], "extra")
 	require.Regexp(t, `generation\.draining\s+fixture-g1`, shown)
 	require.Contains(t, shown, "server fixture  pinned")
+}
+
+// httpMCPServer serves the fixture over streamable HTTP on loopback and
+// returns the mcp_servers entry that names it.
+func httpMCPServer(t *testing.T) string {
+	t.Helper()
+	srv := newMCPFixture()
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return fmt.Sprintf("mcp_servers:\n  - name: remote\n    url: %q\n", hs.URL+"/mcp")
+}
+
+// echoSpec is a relay whose writer calls the MCP tool echo once.
+func echoSpec(servers string) string {
+	return `version: 1
+name: mcp-echo
+pattern: relay
+approve: never
+` + servers + `workers:
+  - role: writer
+    provider: scripted
+    script:
+      - calls: [{name: echo, arguments: {text: from afar}}]
+      - text: done
+  - role: reviewer
+    provider: scripted
+    script:
+      - text: fine
+`
+}
+
+func TestM1_HTTPServerIsMarkedUnpinnedInEveryEventAndRunsShow(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "echo.yaml")
+	require.NoError(t, os.WriteFile(specPath, []byte(echoSpec(httpMCPServer(t))), 0o600))
+	db := filepath.Join(dir, "store.db")
+	var mu sync.Mutex
+	var last servers.Event
+	var out, errOut strings.Builder
+	env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+		mcpEvent: func(e servers.Event) { mu.Lock(); last = e; mu.Unlock() }}
+	code := Main(context.Background(), []string{"run", "--store", db, "--workspace", t.TempDir(), specPath}, env)
+	require.Equal(t, 0, code, errOut.String())
+	pairID := out.String()[strings.Index(out.String(), "runs show ")+len("runs show "):]
+	pairID = strings.Fields(pairID)[0]
+
+	// The recorded MCP log: every event says the server is not pinned.
+	st, err := openStore(context.Background(), db, false)
+	require.NoError(t, err)
+	recorded, err := readMCPLog(context.Background(), st, pairID)
+	require.NoError(t, st.Close())
+	require.NoError(t, err)
+	require.NotEmpty(t, recorded)
+	for _, e := range recorded {
+		if e.Kind == string(toolgen.EventActivated) {
+			require.NotEmpty(t, e.Generations)
+			for _, g := range e.Generations {
+				require.False(t, g.Pinned, "generation %s", g.Generation)
+				for _, tl := range g.Tools {
+					require.False(t, tl.Pinned, tl.Name)
+				}
+			}
+			continue
+		}
+		require.Equal(t, "remote", e.Server, e.Kind)
+		require.False(t, e.Pinned, e.Kind)
+	}
+	mu.Lock()
+	b, err := json.Marshal(mcpPayload(last))
+	mu.Unlock()
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"pinned":false`, "the field is always written")
+
+	shown, errShow, code := call(t, nil, "runs", "show", "--store", db, pairID)
+	require.Equal(t, 0, code, errShow)
+	require.Contains(t, shown, "server remote  UNPINNED")
+	require.Regexp(t, `echo  UNPINNED  mutating unsafe \(default\)`, shown)
+	require.Contains(t, shown, "(server remote, UNPINNED)")
 }

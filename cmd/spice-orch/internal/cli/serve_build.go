@@ -140,7 +140,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.built != nil {
 		b.built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name}, nil
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned()}, nil
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.

@@ -29,9 +29,15 @@ type mcpServer struct {
 
 func startMCPServer(t *testing.T, approve string) *mcpServer {
 	t.Helper()
+	return startMCPServerWith(t, approve, growSpec(t))
+}
+
+// startMCPServerWith is startMCPServer with the servers of mcpSpec.
+func startMCPServerWith(t *testing.T, approve, mcpSpec string) *mcpServer {
+	t.Helper()
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(specPath, []byte(growSpec(t)), 0o600))
+	require.NoError(t, os.WriteFile(specPath, []byte(mcpSpec), 0o600))
 	ms := &mcpServer{events: make(chan servers.Event, 64), questions: make(chan orchestrator.Approval, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -112,6 +118,13 @@ workers:
 // playPair posts spec and returns the pair's whole timeline once it ended.
 func (ms *mcpServer) playPair(t *testing.T, spec string) string {
 	t.Helper()
+	_, timeline := ms.play(t, spec)
+	return timeline
+}
+
+// play is playPair that returns the pair's ID too.
+func (ms *mcpServer) play(t *testing.T, spec string) (string, string) {
+	t.Helper()
 	status, body := post(t, ms.url, "application/yaml", spec)
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
@@ -119,7 +132,7 @@ func (ms *mcpServer) playPair(t *testing.T, spec string) string {
 	status, body = httpDo(t, "GET", ms.url+"/v1/pairs/"+created.ID+"/events.jsonl", "", "")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `"kind":"pair.completed"`)
-	return body
+	return created.ID, body
 }
 
 // plansOf returns the plan of pair.started and those of its run.started.

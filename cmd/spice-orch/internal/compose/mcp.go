@@ -118,6 +118,23 @@ func joinPlan(prefix string, compiled []tool.Tool, sources []plan.Source) (*tool
 	return j, pl.Identity(), definitionsOf(pl), nil
 }
 
+// Unpinned are the tools of the pair's first plan whose server's code is
+// not pinned (a streamable-HTTP MCP server's), sorted.
+func (p *Pair) Unpinned() []string {
+	gs, _ := p.MCPPlan(p.Plan.ID)
+	var out []string
+	for _, g := range gs {
+		if g.Pinned {
+			continue
+		}
+		for _, t := range g.Tools {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // MCPPlan describes the MCP generations that the pair's plan planID (the
 // plan ID of a run.started) holds; false without MCP servers or for a plan
 // no longer retained.
