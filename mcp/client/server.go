@@ -89,7 +89,8 @@ func Connect(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{}, MaxEventSize: cfg.MaxMessageBytes}
+		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{}, MaxEventSize: cfg.MaxMessageBytes,
+			OAuthHandler: cfg.OAuth}
 	}
 	if err := s.init(ctx, transport, files); err != nil {
 		s.stop(0)
