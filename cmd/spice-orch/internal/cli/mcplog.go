@@ -20,7 +20,9 @@ import (
 // The MCP log of a pair is a log of its own in the store, named
 // MCPLogName(pairID), beside the pair timeline. It holds the generation
 // events of the pair's MCP servers (plan.activated, candidate.failed,
-// generation.draining, generation.drained, generation.forced). Every
+// generation.draining, generation.drained, generation.forced); a pair of
+// serve --mcp has one plan.leased instead: the generations of the shared
+// servers its plan was built with. Every
 // event says whether the server's code is pinned: a streamable-HTTP
 // server's is not. A plan.activated names the plan of the MCP servers
 // and each generation's tools; the plan ID of a run.started leads to it
@@ -210,7 +212,7 @@ func showMCP(out io.Writer, evs []recordedMCPEvent) {
 	}
 	fmt.Fprintln(out, "\nmcp generations (by plan)")
 	for _, e := range evs {
-		if e.Kind != string(toolgen.EventActivated) {
+		if e.Kind != string(toolgen.EventActivated) && e.Kind != kindPlanLeased {
 			continue
 		}
 		fmt.Fprintf(out, "  %s\n", render.Field(e.PlanID))
@@ -229,7 +231,7 @@ func showMCP(out io.Writer, evs []recordedMCPEvent) {
 	fmt.Fprintln(out, "\nmcp events")
 	for _, e := range evs {
 		what := e.Generation
-		if e.Kind == string(toolgen.EventActivated) {
+		if e.Kind == string(toolgen.EventActivated) || e.Kind == kindPlanLeased {
 			what = e.PlanID
 		} else if e.Server != "" {
 			what += " (server " + render.Field(e.Server) + ", " + pinnedWord(e.Pinned) + ")"

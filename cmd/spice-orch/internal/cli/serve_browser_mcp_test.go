@@ -19,6 +19,10 @@ func TestM1_PageMarksTheToolsOfAnUnpinnedServer(t *testing.T) {
 	status, body := httpDo(t, "GET", ms.url+"/v1/pairs/"+id, "", "")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `"unpinned_tools":["echo","grow"]`)
+	shown, errShow, code := call(t, nil, "runs", "show", "--store", ms.db, id)
+	require.Equal(t, 0, code, errShow)
+	require.Contains(t, shown, "server remote  UNPINNED")
+	require.Regexp(t, `plan\.leased\s+plan-`+id+`-1`, shown)
 
 	ctx, cancel := newBrowser(t)
 	defer cancel()

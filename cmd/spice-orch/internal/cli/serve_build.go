@@ -128,6 +128,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		parent = trace.SpanContextFromContext(ctx)
 	}
 	writeRecord(ctx, io.Discard, b.record, &p.Config, parent)
+	if b.mcp != nil {
+		_ = b.mcp.record(ctx, b.st, req.PairID, p)
+	}
 	closeFn := p.Close
 	if b.otel != nil {
 		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))

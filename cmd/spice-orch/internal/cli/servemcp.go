@@ -13,12 +13,14 @@ import (
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/interaction"
 	"github.com/spice-orch/spice-orch/mcp/client"
 	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
+	"github.com/spice-orch/spice-orch/toolgen"
 )
 
 // serveMCP are the MCP servers that serve --mcp shares among its pairs.
@@ -125,6 +127,26 @@ func openServeMCPFlag(ctx context.Context, f serveFlags, policy orchestrator.App
 		return nil, failed(fmt.Errorf("--mcp: %w", err))
 	}
 	return m, nil
+}
+
+// kindPlanLeased is the MCP log event of a serve pair: the generations
+// of the servers' plan it was built with.
+const kindPlanLeased = "plan.leased"
+
+// record writes the pair's MCP log: one plan.leased event naming the
+// generations of its plan, each marked pinned or not. A failure loses
+// only that record.
+func (m *serveMCP) record(ctx context.Context, st eventlog.Observer, pairID string, p *compose.Pair) error {
+	gens, ok := p.MCPPlan(p.Plan.ID)
+	if !ok {
+		return nil
+	}
+	r, err := newMCPRecorder(pairID, st, time.Now, 0)
+	if err != nil {
+		return err
+	}
+	r.onEvent(servers.Event{Event: toolgen.Event{Kind: kindPlanLeased, Plan: p.Plan.ID}, Generations: gens})
+	return errors.Join(r.flush(ctx), r.close(ctx))
 }
 
 func (m *serveMCP) source() *servers.Source {

@@ -22,7 +22,7 @@ import (
 
 // mcpServer is a serve whose pairs share the fixture MCP server (--mcp).
 type mcpServer struct {
-	url       string
+	url, db   string
 	events    chan servers.Event
 	questions chan orchestrator.Approval
 }
@@ -38,14 +38,14 @@ func startMCPServerWith(t *testing.T, approve, mcpSpec string) *mcpServer {
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "mcp.yaml")
 	require.NoError(t, os.WriteFile(specPath, []byte(mcpSpec), 0o600))
-	ms := &mcpServer{events: make(chan servers.Event, 64), questions: make(chan orchestrator.Approval, 16)}
+	ms := &mcpServer{db: filepath.Join(dir, "runs.db"), events: make(chan servers.Event, 64), questions: make(chan orchestrator.Approval, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	hooks := serveHooks{ready: func(url string) { ready <- url },
 		question: func(a orchestrator.Approval) { ms.questions <- a },
 		mcpEvent: func(e servers.Event) { ms.events <- e }}
-	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
+	f := serveFlags{addr: "127.0.0.1:0", store: ms.db, dataDir: filepath.Join(dir, "data"),
 		pairs: 4, queue: 16, maxConns: 64, approve: approve, mcp: specPath}
 	go func() {
 		done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
