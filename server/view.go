@@ -12,27 +12,29 @@ import (
 
 // pairView is the API's pair resource.
 type pairView struct {
-	ID      string       `json:"id"`
-	Name    string       `json:"name,omitempty"`
-	Task    string       `json:"task,omitempty"`
-	State   string       `json:"state"`
-	Reason  string       `json:"reason,omitempty"`
-	Limit   string       `json:"limit,omitempty"`
-	Rounds  int          `json:"rounds"`
-	Runs    int          `json:"runs"`
-	Usage   usageView    `json:"usage"`
-	Workers []workerView `json:"workers"`
-	Plan    *planView    `json:"plan,omitempty"`
-	// UnpinnedTools are the pair's tools whose code is not pinned.
-	UnpinnedTools []string   `json:"unpinned_tools,omitempty"`
-	Submitted     *time.Time `json:"submitted,omitempty"`
-	Started       *time.Time `json:"started,omitempty"`
-	Ended         *time.Time `json:"ended,omitempty"`
-	LastSeq       uint64     `json:"last_seq"`
+	ID        string       `json:"id"`
+	Name      string       `json:"name,omitempty"`
+	Task      string       `json:"task,omitempty"`
+	State     string       `json:"state"`
+	Reason    string       `json:"reason,omitempty"`
+	Limit     string       `json:"limit,omitempty"`
+	Rounds    int          `json:"rounds"`
+	Runs      int          `json:"runs"`
+	Usage     usageView    `json:"usage"`
+	Workers   []workerView `json:"workers"`
+	Plan      *planView    `json:"plan,omitempty"`
+	Submitted *time.Time   `json:"submitted,omitempty"`
+	Started   *time.Time   `json:"started,omitempty"`
+	Ended     *time.Time   `json:"ended,omitempty"`
+	LastSeq   uint64       `json:"last_seq"`
 	// Cancellable: this server plays the pair, it has not ended and no
 	// cancel is under way. A pair another process plays is followed from
 	// the store and cannot be cancelled here.
 	Cancellable bool `json:"cancellable"`
+
+	// UnpinnedTools are the pair's tools whose code is not pinned.
+	UnpinnedTools []string `json:"unpinned_tools,omitempty"`
+
 	// Waiting counts the pair's approval questions waiting for an answer
 	// (GET links.approvals lists them).
 	Waiting int   `json:"waiting"`
