@@ -37,7 +37,7 @@ func Layers() []Unit {
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
-			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "mcp", "functool", "idempotency", "pairdiff", "kernel"}},
+			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "mcp", "toolgen", "functool", "idempotency", "pairdiff", "kernel"}},
 		// proof sits above server: its alternate client is the real serve
 		// SSE API.
 		{Dir: "proof", Level: 8, ThirdParty: true,

@@ -72,6 +72,9 @@ type Built struct {
 	Close func()
 	// Name is the spec's name, shown in lists and searched.
 	Name string
+	// Unpinned are the tools of the pair's plan whose code is not
+	// pinned (a streamable-HTTP MCP server's); the page marks them.
+	Unpinned []string
 }
 
 // BuildFunc turns a submission into a pair config. A mistake in the

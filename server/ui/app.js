@@ -199,6 +199,7 @@ class PairView {
     this.totals = [newTotals(), newTotals()];
     this.texts = new Map(); // operation_id -> text element
     this.tools = new Map(); // call_id -> tool element
+    this.unpinned = new Set(); // tools whose code is not pinned (an HTTP MCP server's)
     this.row = 0;
     this.ended = false;
     this.cancellable = false; // the server says it can cancel the pair
@@ -255,6 +256,8 @@ class PairView {
       $("pair-name").textContent = visible(data.name || "");
       $("pair-task").textContent = visible(data.task || "(the spec's task)");
       this.task = data.task || "";
+      this.unpinned = new Set(data.unpinned_tools || []);
+      for (const d of this.tools.values()) this.markUnpinned(d);
       if (data.started) {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
@@ -275,6 +278,15 @@ class PairView {
       this.setState("unknown", "");
       $("pair-notice").textContent = "No such pair.";
     }
+  }
+
+  // markUnpinned badges a tool card whose tool's code is not pinned.
+  markUnpinned(d) {
+    const name = d.querySelector(".tool-name").textContent;
+    if (!this.unpinned.has(name) || d.querySelector(".unpinned-badge")) return;
+    const b = el("span", "badge unpinned-badge", "unpinned");
+    b.title = "served by an MCP server whose code is not pinned (streamable HTTP)";
+    d.querySelector(".tool-name").after(b);
   }
 
   setState(state, reason) {
@@ -510,6 +522,7 @@ class PairView {
         }
         d.appendChild(body);
         this.tools.set(q.call_id, d);
+        this.markUnpinned(d);
         this.place(d, i, e.seq);
         this.begin(q.call_id, d, s);
         break;

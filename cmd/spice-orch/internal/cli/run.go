@@ -22,6 +22,7 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/store"
@@ -243,6 +244,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	var rec *recording
 	var plugins *pluginRecorder
+	var mcps *mcpRecorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -259,6 +261,19 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 				return failed(err)
 			}
 			opts.PluginEvents = plugins.onEvent
+		}
+		if len(s.MCPServers) > 0 {
+			var after uint64
+			if rj != nil {
+				after = rj.mcpSeq
+			}
+			if mcps, err = newMCPRecorder(pairID, o, time.Now, after); err != nil {
+				return failed(err)
+			}
+			opts.MCPEvents = mcps.onEvent
+			if env.mcpEvent != nil {
+				opts.MCPEvents = func(e servers.Event) { mcps.onEvent(e); env.mcpEvent(e) }
+			}
 		}
 		if rj == nil {
 			// Beside the pair's events, not one of them: straight to
@@ -287,6 +302,11 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		return failed(err)
 	}
 	defer built.Close()
+	if mcps != nil {
+		if err := mcps.flush(ctx); err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if plugins != nil {
 		plugins.setLookup(built.PluginPlan)
 		// The first plan's activation: recorded before the pair starts,
@@ -344,6 +364,15 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		return failed(err)
 	}
 	_, werr := pair.Wait(context.Background())
+	if mcps != nil {
+		// Closing the servers drains their generations: their last events.
+		built.Close()
+		err := mcps.flush(context.Background())
+		err = errors.Join(err, mcps.close(context.Background()))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if plugins != nil {
 		// Closing the host drains its generations: their last events.
 		built.Close()

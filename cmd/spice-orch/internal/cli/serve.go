@@ -20,6 +20,7 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/server"
@@ -53,6 +54,8 @@ type serveFlags struct {
 	// nats, or embeddedNATS (a storage directory) with natsListen, hands
 	// the pairs to workers through JetStream instead of the scheduler.
 	nats, embeddedNATS, natsListen, natsName string
+	// mcp is a spec file whose mcp_servers every pair shares.
+	mcp string
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -73,6 +76,8 @@ type serveHooks struct {
 	// launches (its active build) and pluginDev what the page shows of it.
 	plugin    func() (spec.Plugin, bool)
 	pluginDev server.PluginDev
+	// mcpEvent is told of every generation event of the --mcp servers.
+	mcpEvent func(servers.Event)
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -160,6 +165,7 @@ JetStream's events stream, the same frames as above.`,
 	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "where the --embedded-nats server listens for workers")
 	fl.StringVar(&f.natsName, "nats-backend", "spice", "the job backend's name on the NATS server (as worker --name)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
+	fl.StringVar(&f.mcp, "mcp", "", "connect the mcp_servers of this spec file once; every pair gets their current tools (docs/mcp.md)")
 	fl.IntVar(&f.keepPairs, "keep-workspaces", 0, "keep the workspaces of the newest N ended pairs, removing older ones (0: no count bound)")
 	fl.DurationVar(&f.keepFor, "keep-workspaces-for", 0, "remove an ended pair's workspace once it is older than this, e.g. 168h (0: no age bound)")
 	return cmd
@@ -254,13 +260,18 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		}
 		return sched.Shutdown(ctx)
 	}
+	mcp, err := openServeMCPFlag(ctx, f, policy, approvals, hooks.mcpEvent)
+	if err != nil {
+		return err
+	}
+	defer mcp.close()
 	var rec eventlog.Observer = st
 	if hooks.store != nil {
 		rec = hooks.store(st)
 	}
 	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
 		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals,
-		plugin: hooks.plugin}
+		plugin: hooks.plugin, mcp: mcp}
 	cfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
 		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,

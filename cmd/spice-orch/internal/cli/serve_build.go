@@ -42,6 +42,7 @@ type builder struct {
 	approvals      *orchestrator.Approvals
 	// plugin, when set, is a plugin the operator adds to every pair.
 	plugin func() (spec.Plugin, bool)
+	mcp    *serveMCP // the --mcp servers; nil without
 }
 
 func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
@@ -73,6 +74,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
+	if len(s.MCPServers) > 0 {
+		return refuse("mcp_servers", "a spec sent over HTTP may not launch or reach MCP servers; the server's own (--mcp) serve every pair")
+	}
 	if b.plugin != nil {
 		if p, ok := b.plugin(); ok {
 			s.Plugins = append(s.Plugins, p)
@@ -100,7 +104,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 			return refuse("workers["+strconv.Itoa(i)+"].openai.base_url", "a spec sent over HTTP may not choose the server a worker connects to")
 		}
 	}
-	if err := compose.Check(s); err != nil {
+	// With the server's MCP servers, the plan is known only once Build
+	// leases it, which checks the calls then.
+	if err := compose.Check(s); err != nil && b.mcp == nil {
 		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
 	}
 	// The feed comes right after the store, so it is told only what the
@@ -115,7 +121,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
 		Store: b.st, Timeline: timeline, Getenv: b.getenv,
-		Approval: appr, Broker: b.approvals,
+		Approval: appr, Broker: b.approvals, SharedMCP: b.mcp.source(),
 	})
 	if err != nil {
 		var ce *compose.ConfigError
@@ -129,6 +135,9 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		parent = trace.SpanContextFromContext(ctx)
 	}
 	writeRecord(ctx, io.Discard, b.record, &p.Config, parent)
+	if b.mcp != nil {
+		_ = b.mcp.record(ctx, b.st, req.PairID, p)
+	}
 	closeFn := p.Close
 	if b.otel != nil {
 		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))
@@ -141,7 +150,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.built != nil {
 		b.built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name}, nil
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned()}, nil
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.

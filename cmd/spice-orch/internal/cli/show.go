@@ -58,6 +58,11 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 		return failed(err)
 	}
 	showPlugins(out, pevs, rec.Runs)
+	mevs, err := readMCPLog(ctx, st, s.ID)
+	if err != nil {
+		return failed(err)
+	}
+	showMCP(out, mevs)
 	uncertain(out, rec.Uncertain)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer
