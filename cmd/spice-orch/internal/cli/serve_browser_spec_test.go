@@ -16,12 +16,12 @@ import (
 	"github.com/spice-orch/spice-orch/providers/openai"
 )
 
-// TestS3_BrowserShowsTheSpecWithoutTheKey: the header of a pair shows the
+// TestS2_BrowserShowsTheSpecWithoutTheKey: the header of a pair shows the
 // spec it was submitted with, expandable, with its workers and models,
 // and hidden characters escaped. The server's OpenAI key, which a client
 // pasted into a system prompt, is in no form (as it is, base64, base64url
 // or escaped for JSON) in the pair resource, the list or the page.
-func TestS3_BrowserShowsTheSpecWithoutTheKey(t *testing.T) {
+func TestS2_BrowserShowsTheSpecWithoutTheKey(t *testing.T) {
 	const key = "sk-page-7Hq2<&>Zx9Kd4vW"
 	models := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

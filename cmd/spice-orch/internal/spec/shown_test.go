@@ -11,12 +11,12 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 )
 
-// TestS3_ShownSpecHoldsNoSecret: a spec shown to a reader keeps its
+// TestS2_ShownSpecHoldsNoSecret: a spec shown to a reader keeps its
 // workers, models and the names of an MCP server's environment, and
 // shows no value that may be a secret (env values, a URL's user,
 // password and query) in any encoding: as it is, in base64 or escaped
 // for JSON.
-func TestS3_ShownSpecHoldsNoSecret(t *testing.T) {
+func TestS2_ShownSpecHoldsNoSecret(t *testing.T) {
 	const key = "sk-shown-0123456789abcdef"
 	pin := strings.Repeat("a", 64)
 	body := `version: 1
@@ -54,9 +54,9 @@ mcp_servers:
 	}
 }
 
-// TestS3_ShownSpecIsBounded: scripts too long to show are shown by their
+// TestS2_ShownSpecIsBounded: scripts too long to show are shown by their
 // step counts.
-func TestS3_ShownSpecIsBounded(t *testing.T) {
+func TestS2_ShownSpecIsBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("version: 1\npattern: relay\nworkers:\n  - role: writer\n    provider: scripted\n    script:\n")
 	for range 200 {
