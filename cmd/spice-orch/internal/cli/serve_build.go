@@ -71,6 +71,11 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
+	// An MCP server is a process to launch or a URL to connect to: a
+	// client chooses neither.
+	if len(s.MCPServers) > 0 {
+		return refuse("mcp_servers", "a spec sent over HTTP may not name MCP servers; this server starts and connects to none")
+	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
 	appr := orchestrator.ApprovalConfig{Policy: b.approve, Timeout: b.approveTimeout}
