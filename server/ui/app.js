@@ -264,7 +264,9 @@ class PairView {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
       }
-      if (data.state === "interrupted") this.interrupted();
+      // Marked once the stream has ended, so the marker follows the last
+      // event (finish marks it too).
+      if (data.state === "interrupted" && this.ended) this.interrupted();
       this.showSpec(data.spec);
       // Resume is offered for a pair the server says it can continue.
       $("resume").hidden = !data.resumable;
@@ -427,7 +429,7 @@ class PairView {
       }
       case "pair.resumed": {
         const n = el("div", "block pair-event resumed", "pair resumed after sequence " + p.from_seq + " (resume " + p.resumes + ")" +
-          (p.boundary === "replay" ? " · restarting run " + shortID(p.run_id) + " of " + p.worker + " · " + p.served_model + " model outputs and " + p.served_tools + " tool outcomes served from the record"
+          (p.boundary === "replay" ? " · restarting run " + shortID(p.run_id) + " of " + p.worker + " · " + p.served_model + " model output(s) and " + p.served_tools + " tool outcome(s) served from the record"
             : " · after its last completed run") +
           (p.accepted && p.accepted.length ? " · accepted as failed: " + p.accepted.join(", ") : ""));
         this.place(n, -1, e.seq);
@@ -768,6 +770,8 @@ async function resumePair(accept) {
 // resumed follows the pair again after a resume: the stream goes on
 // after the last event shown.
 PairView.prototype.resumed = function () {
+  // The pair.resumed block says where it stopped and went on.
+  document.querySelectorAll("#timeline .interrupted-marker").forEach((n) => n.remove());
   this.ended = false;
   this.terminal = false;
   this.marked = false;

@@ -131,6 +131,8 @@ func TestR3_BrowserResumesAnInterruptedPair(t *testing.T) {
 	defer cancel()
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+pairID)))
 	require.NoError(t, waitJS(ctx, `document.getElementById('pair-state').textContent === 'interrupted' && !document.getElementById('resume').hidden && document.body.dataset.streamEnded !== undefined`))
+	require.NoError(t, waitJS(ctx, `document.querySelectorAll('#timeline .interrupted-marker').length === 1`))
+	require.Equal(t, "interrupted-marker", eval[string](t, ctx, `[...document.querySelectorAll('#timeline .block')].sort((a, b) => Number(a.style.gridRow) - Number(b.style.gridRow)).pop().classList[2]`), "the marker follows the last event")
 	before := len(seqsOf(t, ctx))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`#resume`)))
 	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.getElementById('pair-state').textContent === 'completed'`))
@@ -140,6 +142,7 @@ func TestR3_BrowserResumesAnInterruptedPair(t *testing.T) {
 	require.Contains(t, text(t, ctx, `#timeline .resumed`), "restarting run")
 	require.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll('#timeline .terminal:not(.interrupted-marker)').length`))
 	require.True(t, eval[bool](t, ctx, `document.getElementById('resume').hidden`))
+	require.Zero(t, eval[int](t, ctx, `document.querySelectorAll('#timeline .interrupted-marker').length`), "the resumed block replaces the marker")
 	require.Empty(t, text(t, ctx, `#resume-box`))
 	shot(t, ctx, "9-resumed.png")
 }
