@@ -150,7 +150,8 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.built != nil {
 		b.built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned()}, nil
+	view, redact := shown(s, b.getenv)
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned(), Spec: view, Redact: redact}, nil
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.
