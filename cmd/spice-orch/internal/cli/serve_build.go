@@ -75,7 +75,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
 	if len(s.MCPServers) > 0 {
-		return refuse("mcp_servers", "a spec sent over HTTP may not launch or reach MCP servers; the server's own (--mcp) serve every pair")
+		return refuse("mcp_servers", "a spec sent over HTTP may not name MCP servers; the server's own (--mcp) serve every pair")
 	}
 	if b.plugin != nil {
 		if p, ok := b.plugin(); ok {
