@@ -18,6 +18,13 @@ const StatusQueued store.Status = "queued"
 // store.ErrNotFound, so that a reader of history need not know which
 // kind it reads.
 func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// A connection lost while the timeline is read leaves the read
+		// waiting for it: bounded, like a submission.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, submitWait)
+		defer cancel()
+	}
 	st, err := b.Status(ctx, pairID)
 	if errors.Is(err, job.ErrNotFound) {
 		return store.PairRecord{}, store.ErrNotFound
@@ -31,7 +38,7 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 			break // no event yet
 		}
 		if err != nil {
-			return store.PairRecord{}, err
+			return store.PairRecord{}, unavailable(ctx, err)
 		}
 		rec.Events = append(rec.Events, store.Entry{Log: pairID, Event: e})
 	}
@@ -47,14 +54,15 @@ func (b *Backend) ListPairs(ctx context.Context, o store.ListOptions) ([]store.P
 	case n < 0 || n > store.MaxListLimit:
 		return nil, errors.New("jetstream: list limit out of range")
 	}
+	sts, err := b.statuses(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
 	var all []store.PairSummary
-	for st := range b.Statuses(ctx, 0) {
+	for _, st := range sts {
 		if s := summary(st); o.Status == "" || s.Status == o.Status {
 			all = append(all, s)
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	slices.Reverse(all)
 	return all[:min(n, len(all))], nil
