@@ -263,10 +263,11 @@ func (p *proxy) restore(t *testing.T) {
 // "block" jobs until they are cancelled, then publishing its pair's
 // terminal as a pair would; each play's end is sent on ended.
 type awayWorker struct {
-	b     *Backend
-	px    *proxy
-	logs  *lines
-	ended chan playEnd
+	b       *Backend
+	px      *proxy
+	logs    *lines
+	started chan struct{} // a play began
+	ended   chan playEnd
 }
 
 type playEnd struct {
@@ -295,7 +296,7 @@ func startAwayWorker(t *testing.T, ctx context.Context, s *server.Server, name s
 	t.Cleanup(nc.Close)
 	b, err := Open(ctx, testConfig(nc, name))
 	require.NoError(t, err)
-	w := &awayWorker{b: b, px: px, logs: logs, ended: make(chan playEnd, 4)}
+	w := &awayWorker{b: b, px: px, logs: logs, started: make(chan struct{}, 4), ended: make(chan playEnd, 4)}
 	terminal := terminalEvent(t, ctx)
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -305,6 +306,7 @@ func startAwayWorker(t *testing.T, ctx context.Context, s *server.Server, name s
 			if err != nil {
 				panic(err)
 			}
+			w.started <- struct{}{}
 			<-ctx.Done()
 			w.ended <- playEnd{cause: context.Cause(ctx), publish: pub.Observe(context.WithoutCancel(ctx), terminal)}
 			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Cancelled, Reason: "cancelled"}
@@ -317,9 +319,15 @@ func startAwayWorker(t *testing.T, ctx context.Context, s *server.Server, name s
 	return w
 }
 
-// away cuts the worker's connection and waits until it knows.
+// away waits until the worker plays, cuts its connection and waits
+// until it knows.
 func (w *awayWorker) away(t *testing.T, ctx context.Context) {
 	t.Helper()
+	select {
+	case <-w.started:
+	case <-ctx.Done():
+		t.Fatal("the worker did not start playing")
+	}
 	w.px.cut()
 	awaitHealth(t, ctx, w.b, down)
 	require.Contains(t, w.logs.next(t, ctx), "NATS connection lost")

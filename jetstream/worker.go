@@ -231,7 +231,12 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 	if _, err := b.kv.Get(jctx, cancelKey(j.ID)); err == nil {
 		cancel(context.Canceled)
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "state_unreachable", Error: err.Error()}, false
+		// Not answered (the connection dropped): the heartbeat checks
+		// again until it is.
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
