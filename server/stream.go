@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
@@ -251,8 +252,17 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if rec, err = s.cfg.Store.Pair(ctx, pairID); err != nil {
+		next, err := s.cfg.Store.Pair(ctx, pairID)
+		switch {
+		case errors.Is(err, job.ErrUnavailable):
+			// The backend's connection is down: the stream stays open
+			// (heartbeats go on) and goes on after its cursor once the
+			// connection is back.
+			rec.Events = nil
+		case err != nil:
 			return err
+		default:
+			rec = next
 		}
 	}
 }
