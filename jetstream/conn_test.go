@@ -65,6 +65,9 @@ func (l *lines) snapshot() []string {
 // a user and password, on port (0: a free one).
 func startAuthServer(t *testing.T, dir string, port int) *server.Server {
 	t.Helper()
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
 		JetStream: true, StoreDir: dir, JetStreamMaxStore: 1 << 30, JetStreamMaxMemory: 64 << 20,
@@ -142,6 +145,7 @@ func TestD4_ALostConnectionIsLoggedOnceAndFailsFast(t *testing.T) {
 	s1.Shutdown()
 	s1.WaitForShutdown()
 	lost := logs.next(t, ctx)
+	t.Log(lost)
 	require.Contains(t, lost, `level=WARN msg="NATS connection lost; reconnecting"`)
 	require.Contains(t, lost, fmt.Sprintf("url=nats://spice:xxxxx@127.0.0.1:%d", port))
 	require.Contains(t, lost, "error=")
