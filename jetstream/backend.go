@@ -6,6 +6,8 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -205,6 +207,7 @@ func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	st.Seq = rev
 	msg := nats.NewMsg(b.cfg.Name + ".jobs")
 	msg.Header.Set(nats.MsgIdHdr, j.ID)
+	msg.Header.Set(queuedHdr, queuedHeader(rev, st.Submitted))
 	msg.Data = j.Spec
 	fut, err := b.js.PublishMsgAsync(msg)
 	if err != nil {
@@ -346,25 +349,63 @@ func (b *Backend) Await(ctx context.Context, jobID string) (job.Status, error) {
 // reading it again after a conflict. A terminal status is never changed.
 // It returns the status it wrote, or the one it left as it was.
 func (b *Backend) transition(ctx context.Context, jobID string, change func(job.Status) (job.Status, bool)) (job.Status, error) {
+	st, _, err := b.transitionFrom(ctx, jobID, job.Status{}, 0, change)
+	return st, err
+}
+
+// transitionFrom is transition starting from a status and its revision
+// that the caller believes current, which saves the read when it is; rev
+// 0 reads first. It also returns the revision of the status it returns.
+func (b *Backend) transitionFrom(ctx context.Context, jobID string, st job.Status, rev uint64, change func(job.Status) (job.Status, bool)) (job.Status, uint64, error) {
 	for range 16 {
-		st, rev, err := b.read(ctx, jobID)
-		if err != nil {
-			return st, err
+		if rev == 0 {
+			var err error
+			if st, rev, err = b.read(ctx, jobID); err != nil {
+				return st, 0, err
+			}
 		}
 		if st.State.Terminal() {
-			return st, nil
+			return st, rev, nil
 		}
 		next, ok := change(st)
 		if !ok {
-			return st, nil
+			return st, rev, nil
 		}
-		if _, err := b.kv.Update(ctx, stateKey(jobID), encode(next), rev); err == nil {
-			return next, nil
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return st, err
+		nrev, err := b.kv.Update(ctx, stateKey(jobID), encode(next), rev)
+		if err == nil {
+			return next, nrev, nil
 		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return st, rev, err
+		}
+		rev = 0
 	}
-	return job.Status{}, errContended
+	return job.Status{}, 0, errContended
+}
+
+// queuedHdr carries, on a job's message, the revision and submission
+// time of the queued status Submit wrote, so that a worker claims the
+// job without reading its status first. A wrong value only costs the
+// read: the compare-and-swap refuses it.
+const queuedHdr = "Spice-Queued"
+
+func queuedHeader(rev uint64, submitted time.Time) string {
+	return strconv.FormatUint(rev, 10) + " " + strconv.FormatInt(submitted.UnixNano(), 10)
+}
+
+// queuedStatus reads queuedHdr: the job's queued status and its
+// revision, or rev 0.
+func queuedStatus(jobID, v string) (job.Status, uint64) {
+	if len(v) > 64 {
+		return job.Status{}, 0
+	}
+	r, ns, ok := strings.Cut(v, " ")
+	rev, err1 := strconv.ParseUint(r, 10, 64)
+	n, err2 := strconv.ParseInt(ns, 10, 64)
+	if !ok || err1 != nil || err2 != nil || rev == 0 {
+		return job.Status{}, 0
+	}
+	return job.Status{ID: jobID, State: job.Queued, Submitted: time.Unix(0, n).UTC(), Seq: rev}, rev
 }
 
 var errContended = errors.New("jetstream: job status changed too often to update")

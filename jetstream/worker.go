@@ -141,7 +141,8 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	}
 	attempt := int(meta.NumDelivered)
 	claimed, resumed := false, false
-	st, err := b.transition(ctx, jobID, func(st job.Status) (job.Status, bool) {
+	guess, rev := queuedStatus(jobID, msg.Headers().Get(queuedHdr))
+	st, rev, err := b.transitionFrom(ctx, jobID, guess, rev, func(st job.Status) (job.Status, bool) {
 		switch st.State {
 		case job.Queued:
 			claimed, resumed = true, false
@@ -194,7 +195,7 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	if !rep.State.Terminal() {
 		rep.State, rep.Reason = job.Failed, "no_terminal_report"
 	}
-	st, err = b.transition(context.WithoutCancel(ctx), jobID, func(st job.Status) (job.Status, bool) {
+	st, _, err = b.transitionFrom(context.WithoutCancel(ctx), jobID, st, rev, func(st job.Status) (job.Status, bool) {
 		if st.State != job.Running || st.Attempt != attempt {
 			return st, false
 		}
@@ -208,7 +209,9 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	if st.State == job.Running && st.Attempt != attempt {
 		return // taken over meanwhile: the new delivery settles it
 	}
-	_ = msg.DoubleAck(context.WithoutCancel(ctx))
+	// The terminal is written: an ack that is lost only brings the job
+	// back once, to be settled as ended, so it is not waited for.
+	_ = msg.Ack()
 }
 
 // errLeaseLost is the cause of a play cancelled because another delivery
@@ -228,16 +231,6 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 	h := &held{attempt: j.Attempt, cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
 	defer cs.remove(j.ID)
-	if _, err := b.kv.Get(jctx, cancelKey(j.ID)); err == nil {
-		cancel(context.Canceled)
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		// Not answered (the connection dropped): the heartbeat checks
-		// again until it is.
-		select {
-		case h.kick <- struct{}{}:
-		default:
-		}
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -252,9 +245,19 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 // request cancels it, and otherwise a heartbeat goes at once rather than
 // at the next tick.
 func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h *held) {
+	// A cancel request put before the job was held is in the bucket:
+	// read it as the pair starts, not before, which would delay every
+	// pair by a round trip. Unanswered (the connection dropped), it is
+	// checked again until it is.
+	check := false
+	if _, err := b.kv.Get(ctx, cancelKey(j.ID)); err == nil {
+		h.cancel(context.Canceled)
+		return
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		check = ctx.Err() == nil
+	}
 	t := time.NewTicker(b.cfg.AckWait / 3)
 	defer t.Stop()
-	check := false
 	for {
 		select {
 		case <-t.C:
