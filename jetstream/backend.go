@@ -162,8 +162,9 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// URL is the address of the NATS server the backend is connected to.
-func (b *Backend) URL() string { return b.cfg.Conn.ConnectedUrlRedacted() }
+// URL is the address of the NATS server the backend is connected to,
+// its credentials redacted (a token too).
+func (b *Backend) URL() string { return Redact(b.cfg.Conn.ConnectedUrl()) }
 
 func stateKey(jobID string) string  { return "s." + jobID }
 func cancelKey(jobID string) string { return "c." + jobID }

@@ -78,10 +78,20 @@ func Connect(rawURL string, cfg ConnectConfig) (*nats.Conn, error) {
 		nats.ClosedHandler(l.closed),
 	)
 	if err != nil {
-		return nil, errors.New(l.scrub(err.Error()))
+		return nil, &scrubbed{msg: l.scrub(err.Error()), err: err}
 	}
 	return nc, nil
 }
+
+// scrubbed is an error whose text has no credentials; it still matches
+// what it wraps (nats.ErrNoServers, ...).
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
 
 // connLog writes the connection's transitions, each once: nats.go calls
 // its handlers one at a time, in order.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
@@ -188,6 +189,9 @@ func TestD4_RedactHidesPasswordsAndTokens(t *testing.T) {
 	l := &connLog{secrets: secrets("nats://u:pw1@h:1,nats://tok2@h2:2")}
 	require.Equal(t, "dial xxxxx and xxxxx", l.scrub("dial pw1 and tok2"))
 	require.LessOrEqual(t, len(l.scrub(strings.Repeat("e", 10_000))), maxLogError+len("…"))
+	_, err := Connect("nats://tok3n@127.0.0.1:1", ConnectConfig{DialTimeout: time.Second})
+	require.ErrorIs(t, err, nats.ErrNoServers)
+	require.NotContains(t, err.Error(), "tok3n")
 }
 
 // proxy forwards loopback connections to a NATS server, and can cut

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/spice-orch/spice-orch/job"
@@ -18,13 +19,37 @@ const StatusQueued store.Status = "queued"
 // store.ErrNotFound, so that a reader of history need not know which
 // kind it reads.
 func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, error) {
+	parent := ctx // a deadline of its own is the caller's to see
 	if _, ok := ctx.Deadline(); !ok {
-		// A connection lost while the timeline is read leaves the read
-		// waiting for it: bounded, like a submission.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, submitWait)
 		defer cancel()
 	}
+	// A connection lost while the timeline is read would leave the read
+	// waiting for it: the read ends at the connection's change instead.
+	_, changed := b.Health()
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	read := make(chan struct{})
+	defer close(read)
+	go func() {
+		select {
+		case <-changed:
+			lost(job.ErrUnavailable)
+		case <-read:
+		}
+	}()
+	rec, err := b.pair(ctx, pairID)
+	if err != nil && errors.Is(context.Cause(ctx), job.ErrUnavailable) {
+		return rec, fmt.Errorf("%w: the connection changed while the pair was read", job.ErrUnavailable)
+	}
+	if err != nil {
+		return rec, unavailable(parent, err)
+	}
+	return rec, nil
+}
+
+func (b *Backend) pair(ctx context.Context, pairID string) (store.PairRecord, error) {
 	st, err := b.Status(ctx, pairID)
 	if errors.Is(err, job.ErrNotFound) {
 		return store.PairRecord{}, store.ErrNotFound
@@ -38,7 +63,7 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 			break // no event yet
 		}
 		if err != nil {
-			return store.PairRecord{}, unavailable(ctx, err)
+			return store.PairRecord{}, err
 		}
 		rec.Events = append(rec.Events, store.Entry{Log: pairID, Event: e})
 	}
