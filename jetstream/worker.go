@@ -221,14 +221,14 @@ var errLeaseLost = errors.New("jetstream: the job was delivered to another worke
 // play runs the job under a context that its cancel key cancels, sending
 // heartbeats while it plays. The worker's one subscription to the cancel
 // keys tells it of a request made while it plays; a request made before
-// it registered the job is in the bucket, which it reads once after, and
-// again after each reconnection, when it also checks that no other
+// it registered the job is in the bucket, which it reads as the pair
+// starts, and again after each reconnection, when it also checks that no other
 // delivery took the job over. lost reports such a takeover: the pair was
 // stopped and the job is no longer this worker's.
 func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := &held{attempt: j.Attempt, cancel: cancel, kick: make(chan struct{}, 1)}
+	h := &held{cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
 	defer cs.remove(j.ID)
 	var wg sync.WaitGroup
@@ -306,10 +306,9 @@ func (b *Backend) recheck(ctx context.Context, j job.Job) (lost, cancelled bool,
 
 // held is a job a worker plays.
 type held struct {
-	attempt int
-	cancel  context.CancelCauseFunc
-	kick    chan struct{} // asks its heartbeat to check the job; one pending at most
-	lost    atomic.Bool
+	cancel context.CancelCauseFunc
+	kick   chan struct{} // asks its heartbeat to check the job; one pending at most
+	lost   atomic.Bool
 }
 
 // inflight holds the jobs a worker plays.
