@@ -6,6 +6,8 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,6 +67,9 @@ type Backend struct {
 	kv     jetstream.KeyValue
 	cons   jetstream.Consumer
 	events jetstream.Stream
+	health *health
+	// playing holds the jobs this process's workers play.
+	playing *inflight
 }
 
 var _ job.Backend = (*Backend)(nil)
@@ -149,22 +154,29 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons}
+	b := &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons, playing: &inflight{jobs: make(map[string]*held)}}
 	if err := b.openEvents(ctx); err != nil {
 		return nil, err
 	}
+	b.health = watchHealth(cfg.Conn)
 	return b, nil
 }
 
-// URL is the address of the NATS server the backend is connected to.
-func (b *Backend) URL() string { return b.cfg.Conn.ConnectedUrlRedacted() }
+// URL is the address of the NATS server the backend is connected to,
+// its credentials redacted (a token too).
+func (b *Backend) URL() string { return Redact(b.cfg.Conn.ConnectedUrl()) }
 
 func stateKey(jobID string) string  { return "s." + jobID }
 func cancelKey(jobID string) string { return "c." + jobID }
 
+// submitWait bounds Submit's wait for the stream's acknowledgement when
+// its context has no deadline.
+const submitWait = 10 * time.Second
+
 // Submit records the job queued and publishes it to the jobs stream.
 // It returns once the stream has acknowledged the job; a job ID in use is
-// a *bound.Error.
+// a *bound.Error, and a connection that is down an error matching
+// job.ErrUnavailable, at once.
 func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 	if err := id.Check("job.id", j.ID); err != nil {
 		return job.Status{}, err
@@ -172,6 +184,19 @@ func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 	if len(j.Spec) > maxPayload-1024 {
 		return job.Status{}, bound.Count("job.spec", len(j.Spec), maxPayload-1024)
 	}
+	if err := b.up(); err != nil {
+		return job.Status{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, submitWait)
+		defer cancel()
+	}
+	st, err := b.submit(ctx, j)
+	return st, unavailable(ctx, err)
+}
+
+func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	st := job.Status{ID: j.ID, State: job.Queued, Submitted: time.Now().UTC()}
 	rev, err := b.kv.Create(ctx, stateKey(j.ID), encode(st))
 	if errors.Is(err, jetstream.ErrKeyExists) {
@@ -183,6 +208,7 @@ func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 	st.Seq = rev
 	msg := nats.NewMsg(b.cfg.Name + ".jobs")
 	msg.Header.Set(nats.MsgIdHdr, j.ID)
+	msg.Header.Set(queuedHdr, queuedHeader(rev, st.Submitted))
 	msg.Data = j.Spec
 	fut, err := b.js.PublishMsgAsync(msg)
 	if err != nil {
@@ -200,8 +226,11 @@ func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 
 // Status returns the job's status.
 func (b *Backend) Status(ctx context.Context, jobID string) (job.Status, error) {
+	if err := b.up(); err != nil {
+		return job.Status{}, err
+	}
 	st, _, err := b.read(ctx, jobID)
-	return st, err
+	return st, unavailable(ctx, err)
 }
 
 // read returns the job's status and its revision.
@@ -219,22 +248,11 @@ func (b *Backend) read(ctx context.Context, jobID string) (job.Status, uint64, e
 }
 
 // Statuses yields the jobs in state (every job for 0) in submission
-// order. It reads them one by one after listing the keys.
+// order. It reads them one by one after listing the keys; it yields
+// nothing while the connection is down.
 func (b *Backend) Statuses(ctx context.Context, state job.State) iter.Seq[job.Status] {
 	return func(yield func(job.Status) bool) {
-		lister, err := b.kv.ListKeysFiltered(ctx, "s.>")
-		if err != nil {
-			return
-		}
-		defer func() { _ = lister.Stop() }()
-		var all []job.Status
-		for k := range lister.Keys() {
-			st, err := b.Status(ctx, k[2:])
-			if err == nil && (state == 0 || st.State == state) {
-				all = append(all, st)
-			}
-		}
-		slices.SortFunc(all, func(a, b job.Status) int { return a.Submitted.Compare(b.Submitted) })
+		all, _ := b.statuses(ctx, state)
 		for _, st := range all {
 			if !yield(st) {
 				return
@@ -243,14 +261,45 @@ func (b *Backend) Statuses(ctx context.Context, state job.State) iter.Seq[job.St
 	}
 }
 
+// statuses returns the jobs in state in submission order, or why it
+// could not list them.
+func (b *Backend) statuses(ctx context.Context, state job.State) ([]job.Status, error) {
+	if err := b.up(); err != nil {
+		return nil, err
+	}
+	lister, err := b.kv.ListKeysFiltered(ctx, "s.>")
+	if err != nil {
+		return nil, unavailable(ctx, err)
+	}
+	defer func() { _ = lister.Stop() }()
+	var all []job.Status
+	for k := range lister.Keys() {
+		st, _, err := b.read(ctx, k[2:])
+		switch {
+		case errors.Is(err, job.ErrNotFound), errors.Is(err, ErrBadStatus):
+			continue
+		case err != nil:
+			return nil, unavailable(ctx, err)
+		}
+		if state == 0 || st.State == state {
+			all = append(all, st)
+		}
+	}
+	slices.SortFunc(all, func(a, b job.Status) int { return a.Submitted.Compare(b.Submitted) })
+	return all, nil
+}
+
 // Cancel asks for the job's cancellation: a queued job ends cancelled at
 // once, a running one when its worker sees the request.
 func (b *Backend) Cancel(ctx context.Context, jobID string) error {
-	if _, _, err := b.read(ctx, jobID); err != nil {
+	if err := b.up(); err != nil {
 		return err
 	}
+	if _, _, err := b.read(ctx, jobID); err != nil {
+		return unavailable(ctx, err)
+	}
 	if _, err := b.kv.Put(ctx, cancelKey(jobID), []byte("1")); err != nil {
-		return err
+		return unavailable(ctx, err)
 	}
 	_, err := b.transition(ctx, jobID, func(st job.Status) (job.Status, bool) {
 		if st.State != job.Queued {
@@ -259,7 +308,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID string) error {
 		st.State, st.Reason, st.Error, st.Ended = job.Cancelled, job.ReasonCancelled, "job cancelled before its pair started", time.Now().UTC()
 		return st, true
 	})
-	return err
+	return unavailable(ctx, err)
 }
 
 // Await blocks until the job has ended or ctx is done.
@@ -301,25 +350,63 @@ func (b *Backend) Await(ctx context.Context, jobID string) (job.Status, error) {
 // reading it again after a conflict. A terminal status is never changed.
 // It returns the status it wrote, or the one it left as it was.
 func (b *Backend) transition(ctx context.Context, jobID string, change func(job.Status) (job.Status, bool)) (job.Status, error) {
+	st, _, err := b.transitionFrom(ctx, jobID, job.Status{}, 0, change)
+	return st, err
+}
+
+// transitionFrom is transition starting from a status and its revision
+// that the caller believes current, which saves the read when it is; rev
+// 0 reads first. It also returns the revision of the status it returns.
+func (b *Backend) transitionFrom(ctx context.Context, jobID string, st job.Status, rev uint64, change func(job.Status) (job.Status, bool)) (job.Status, uint64, error) {
 	for range 16 {
-		st, rev, err := b.read(ctx, jobID)
-		if err != nil {
-			return st, err
+		if rev == 0 {
+			var err error
+			if st, rev, err = b.read(ctx, jobID); err != nil {
+				return st, 0, err
+			}
 		}
 		if st.State.Terminal() {
-			return st, nil
+			return st, rev, nil
 		}
 		next, ok := change(st)
 		if !ok {
-			return st, nil
+			return st, rev, nil
 		}
-		if _, err := b.kv.Update(ctx, stateKey(jobID), encode(next), rev); err == nil {
-			return next, nil
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return st, err
+		nrev, err := b.kv.Update(ctx, stateKey(jobID), encode(next), rev)
+		if err == nil {
+			return next, nrev, nil
 		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return st, rev, err
+		}
+		rev = 0
 	}
-	return job.Status{}, errContended
+	return job.Status{}, 0, errContended
+}
+
+// queuedHdr carries, on a job's message, the revision and submission
+// time of the queued status Submit wrote, so that a worker claims the
+// job without reading its status first. A wrong value only costs the
+// read: the compare-and-swap refuses it.
+const queuedHdr = "Spice-Queued"
+
+func queuedHeader(rev uint64, submitted time.Time) string {
+	return strconv.FormatUint(rev, 10) + " " + strconv.FormatInt(submitted.UnixNano(), 10)
+}
+
+// queuedStatus reads queuedHdr: the job's queued status and its
+// revision, or rev 0.
+func queuedStatus(jobID, v string) (job.Status, uint64) {
+	if len(v) > 64 {
+		return job.Status{}, 0
+	}
+	r, ns, ok := strings.Cut(v, " ")
+	rev, err1 := strconv.ParseUint(r, 10, 64)
+	n, err2 := strconv.ParseInt(ns, 10, 64)
+	if !ok || err1 != nil || err2 != nil || rev == 0 {
+		return job.Status{}, 0
+	}
+	return job.Status{ID: jobID, State: job.Queued, Submitted: time.Unix(0, n).UTC(), Seq: rev}, rev
 }
 
 var errContended = errors.New("jetstream: job status changed too often to update")

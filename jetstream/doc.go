@@ -31,7 +31,12 @@
 //     its timeline from the stream, in the store's read-side types, so
 //     that serve reads either the same way;
 //   - an embedded server for one machine (StartEmbedded): NoSigs, no
-//     logging, JetStream storage in a directory of the caller's.
+//     logging, JetStream storage in a directory of the caller's;
+//   - the connection's life (Connect, Health): bounded reconnection, one
+//     log record per loss and return with the URL's credentials
+//     redacted, calls failing at once with job.ErrUnavailable while the
+//     connection is down, and a reconnected worker checking each job it
+//     holds (a cancel put meanwhile, a delivery that took it over).
 //
 // A job delivered again after it started is never played from its start
 // again (D2): the worker takes the new attempt by compare-and-swap and

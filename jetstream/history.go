@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/spice-orch/spice-orch/job"
@@ -19,6 +20,37 @@ const StatusQueued store.Status = "queued"
 // store.ErrNotFound, so that a reader of history need not know which
 // kind it reads.
 func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, error) {
+	parent := ctx // a deadline of its own is the caller's to see
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, submitWait)
+		defer cancel()
+	}
+	// A connection lost while the timeline is read would leave the read
+	// waiting for it: the read ends at the connection's change instead.
+	_, changed := b.Health()
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	read := make(chan struct{})
+	defer close(read)
+	go func() {
+		select {
+		case <-changed:
+			lost(job.ErrUnavailable)
+		case <-read:
+		}
+	}()
+	rec, err := b.pair(ctx, pairID)
+	if err != nil && errors.Is(context.Cause(ctx), job.ErrUnavailable) {
+		return rec, fmt.Errorf("%w: the connection changed while the pair was read", job.ErrUnavailable)
+	}
+	if err != nil {
+		return rec, unavailable(parent, err)
+	}
+	return rec, nil
+}
+
+func (b *Backend) pair(ctx context.Context, pairID string) (store.PairRecord, error) {
 	st, err := b.Status(ctx, pairID)
 	if errors.Is(err, job.ErrNotFound) {
 		return store.PairRecord{}, store.ErrNotFound
@@ -60,14 +92,15 @@ func (b *Backend) ListPairs(ctx context.Context, o store.ListOptions) ([]store.P
 	case n < 0 || n > store.MaxListLimit:
 		return nil, errors.New("jetstream: list limit out of range")
 	}
+	sts, err := b.statuses(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
 	var all []store.PairSummary
-	for st := range b.Statuses(ctx, 0) {
+	for _, st := range sts {
 		if s := summary(st); o.Status == "" || s.Status == o.Status {
 			all = append(all, s)
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	slices.Reverse(all)
 	return all[:min(n, len(all))], nil

@@ -394,3 +394,25 @@ func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
 	defer tm.mu.Unlock()
 	require.Equal(t, 1, tm.count[blocked])
 }
+
+// FuzzQueuedStatus: the queued header of a job's message reads back
+// what Submit wrote, and anything else reads as "unknown" (rev 0).
+func FuzzQueuedStatus(f *testing.F) {
+	at := time.Date(2026, 12, 3, 15, 0, 0, 123, time.UTC)
+	f.Add(queuedHeader(7, at))
+	f.Add("7")
+	f.Add("0 1")
+	f.Add("18446744073709551615 -1")
+	st, rev := queuedStatus("j", queuedHeader(7, at))
+	require.Equal(f, uint64(7), rev)
+	require.Equal(f, job.Status{ID: "j", State: job.Queued, Submitted: at, Seq: 7}, st)
+	f.Fuzz(func(t *testing.T, v string) {
+		st, rev := queuedStatus("j", v)
+		if rev == 0 {
+			require.Equal(t, job.Status{}, st)
+			return
+		}
+		require.Equal(t, job.Queued, st.State)
+		require.LessOrEqual(t, len(v), 64)
+	})
+}

@@ -134,6 +134,13 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	if p.err != nil {
 		return p.err
 	}
+	if p.b.playing.lost(p.pairID) {
+		// Another delivery took the job over: what this attempt does
+		// now, its terminal above all, must not reach the stream.
+		p.buf, p.n, p.first = nil, 0, 0
+		p.fail(errLeaseLost)
+		return p.err
+	}
 	if p.last != 0 && e.Seq() != p.last+1 {
 		return bound.Malformedf("timeline.seq", "event "+strconv.FormatUint(e.Seq(), 10)+" does not follow "+strconv.FormatUint(p.last, 10))
 	}

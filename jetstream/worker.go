@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,12 +59,25 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	cs := &cancels{fns: make(map[string]context.CancelFunc)}
+	cs := b.playing
 	csub, err := b.watchCancels(cs)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = csub.Unsubscribe() }()
+	// A reconnected worker checks each job it holds: a cancel request
+	// put while it was away reached no subscription, and its lease may
+	// have passed to another delivery. Each CONNECTED after the first is
+	// a reconnection.
+	reconnected := b.cfg.Conn.StatusChanged(nats.CONNECTED)
+	var kicks sync.WaitGroup
+	kicks.Go(func() {
+		for range reconnected {
+			cs.kickAll()
+		}
+	})
+	defer kicks.Wait()
+	defer b.cfg.Conn.RemoveStatusListener(reconnected) // ends the loop above
 	// Jobs play under playCtx, which outlives ctx by at most cfg.Drain.
 	playCtx, stopPlay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPlay()
@@ -92,7 +106,7 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 }
 
 // slot fetches and plays one job at a time until ctx is done.
-func (b *Backend) slot(ctx, playCtx context.Context, cs *cancels, cfg WorkerConfig) {
+func (b *Backend) slot(ctx, playCtx context.Context, cs *inflight, cfg WorkerConfig) {
 	wait := min(b.cfg.AckWait, time.Second)
 	for ctx.Err() == nil {
 		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
@@ -118,7 +132,7 @@ func (b *Backend) slot(ctx, playCtx context.Context, cs *cancels, cfg WorkerConf
 
 // handle claims a delivered job and plays it, or settles a delivery that
 // must not be played.
-func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cfg WorkerConfig) {
+func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, cfg WorkerConfig) {
 	jobID := msg.Headers().Get(nats.MsgIdHdr)
 	meta, err := msg.Metadata()
 	if jobID == "" || err != nil {
@@ -127,7 +141,8 @@ func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cf
 	}
 	attempt := int(meta.NumDelivered)
 	claimed, resumed := false, false
-	st, err := b.transition(ctx, jobID, func(st job.Status) (job.Status, bool) {
+	guess, rev := queuedStatus(jobID, msg.Headers().Get(queuedHdr))
+	st, rev, err := b.transitionFrom(ctx, jobID, guess, rev, func(st job.Status) (job.Status, bool) {
 		switch st.State {
 		case job.Queued:
 			claimed, resumed = true, false
@@ -166,7 +181,12 @@ func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cf
 	if resumed {
 		play = cfg.Resume
 	}
-	rep := b.play(ctx, cs, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
+	rep, lost := b.play(ctx, cs, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
+	if lost {
+		// Another delivery holds the job now: its message is not this
+		// worker's to settle.
+		return
+	}
 	if rep.State == job.Cancelled && ctx.Err() != nil {
 		// Draining past its bound: hand the job back.
 		_ = msg.Nak()
@@ -175,7 +195,7 @@ func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cf
 	if !rep.State.Terminal() {
 		rep.State, rep.Reason = job.Failed, "no_terminal_report"
 	}
-	_, err = b.transition(context.WithoutCancel(ctx), jobID, func(st job.Status) (job.Status, bool) {
+	st, _, err = b.transitionFrom(context.WithoutCancel(ctx), jobID, st, rev, func(st job.Status) (job.Status, bool) {
 		if st.State != job.Running || st.Attempt != attempt {
 			return st, false
 		}
@@ -186,71 +206,161 @@ func (b *Backend) handle(ctx context.Context, cs *cancels, msg jetstream.Msg, cf
 		_ = msg.Nak()
 		return
 	}
-	_ = msg.DoubleAck(context.WithoutCancel(ctx))
+	if st.State == job.Running && st.Attempt != attempt {
+		return // taken over meanwhile: the new delivery settles it
+	}
+	// The terminal is written: an ack that is lost only brings the job
+	// back once, to be settled as ended, so it is not waited for.
+	_ = msg.Ack()
 }
+
+// errLeaseLost is the cause of a play cancelled because another delivery
+// of its job took it over while this worker could not send heartbeats.
+var errLeaseLost = errors.New("jetstream: the job was delivered to another worker")
 
 // play runs the job under a context that its cancel key cancels, sending
 // heartbeats while it plays. The worker's one subscription to the cancel
 // keys tells it of a request made while it plays; a request made before
-// it registered the job is in the bucket, which it reads once after.
-func (b *Backend) play(ctx context.Context, cs *cancels, msg jetstream.Msg, j job.Job, play PlayFunc) job.Report {
-	jctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs.add(j.ID, cancel)
+// it registered the job is in the bucket, which it reads as the pair
+// starts, and again after each reconnection, when it also checks that no other
+// delivery took the job over. lost reports such a takeover: the pair was
+// stopped and the job is no longer this worker's.
+func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	h := &held{cancel: cancel, kick: make(chan struct{}, 1)}
+	cs.add(j.ID, h)
 	defer cs.remove(j.ID)
-	if _, err := b.kv.Get(jctx, cancelKey(j.ID)); err == nil {
-		cancel()
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "state_unreachable", Error: err.Error()}
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() {
-		t := time.NewTicker(b.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = msg.InProgress()
-			case <-jctx.Done():
+	defer cancel(nil)
+	wg.Go(func() { b.heartbeat(jctx, msg, j, h) })
+	rep = callPlay(jctx, j, play)
+	return rep, h.lost.Load()
+}
+
+// heartbeat tells the server the job is in progress every third of
+// AckWait. After a reconnection (a kick) it first checks the job, until a
+// check gets an answer: a takeover stops the play as lost, a cancel
+// request cancels it, and otherwise a heartbeat goes at once rather than
+// at the next tick.
+func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h *held) {
+	// A cancel request put before the job was held is in the bucket:
+	// read it as the pair starts, not before, which would delay every
+	// pair by a round trip. Unanswered (the connection dropped), it is
+	// checked again until it is.
+	check := false
+	if _, err := b.kv.Get(ctx, cancelKey(j.ID)); err == nil {
+		h.cancel(context.Canceled)
+		return
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		check = ctx.Err() == nil
+	}
+	t := time.NewTicker(b.cfg.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-h.kick:
+			check = true
+		case <-ctx.Done():
+			return
+		}
+		if check {
+			lost, cancelled, err := b.recheck(ctx, j)
+			switch {
+			case err != nil:
+				continue // not answered yet: again at the next tick
+			case lost:
+				h.lost.Store(true)
+				h.cancel(errLeaseLost)
+				return
+			case cancelled:
+				h.cancel(context.Canceled)
 				return
 			}
+			check = false
 		}
-	})
-	return callPlay(jctx, j, play)
+		_ = msg.InProgress()
+	}
 }
 
-// cancels holds the cancel funcs of the jobs a worker plays.
-type cancels struct {
-	mu  sync.Mutex
-	fns map[string]context.CancelFunc
+// recheck reads the job's status and its cancel key.
+func (b *Backend) recheck(ctx context.Context, j job.Job) (lost, cancelled bool, err error) {
+	st, _, err := b.read(ctx, j.ID)
+	if err != nil {
+		return false, false, err
+	}
+	if st.State != job.Running || st.Attempt != j.Attempt {
+		return true, false, nil
+	}
+	_, err = b.kv.Get(ctx, cancelKey(j.ID))
+	switch {
+	case err == nil:
+		return false, true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, false, nil
+	}
+	return false, false, err
 }
 
-func (c *cancels) add(jobID string, fn context.CancelFunc) {
+// held is a job a worker plays.
+type held struct {
+	cancel context.CancelCauseFunc
+	kick   chan struct{} // asks its heartbeat to check the job; one pending at most
+	lost   atomic.Bool
+}
+
+// inflight holds the jobs a worker plays.
+type inflight struct {
+	mu   sync.Mutex
+	jobs map[string]*held
+}
+
+func (c *inflight) add(jobID string, h *held) {
 	c.mu.Lock()
-	c.fns[jobID] = fn
+	c.jobs[jobID] = h
 	c.mu.Unlock()
 }
 
-func (c *cancels) remove(jobID string) {
+func (c *inflight) remove(jobID string) {
 	c.mu.Lock()
-	delete(c.fns, jobID)
+	delete(c.jobs, jobID)
 	c.mu.Unlock()
 }
 
-func (c *cancels) fire(jobID string) {
+func (c *inflight) fire(jobID string) {
 	c.mu.Lock()
-	fn := c.fns[jobID]
+	h := c.jobs[jobID]
 	c.mu.Unlock()
-	if fn != nil {
-		fn()
+	if h != nil {
+		h.cancel(context.Canceled)
+	}
+}
+
+// lost reports whether the job is held and was taken over.
+func (c *inflight) lost(jobID string) bool {
+	c.mu.Lock()
+	h := c.jobs[jobID]
+	c.mu.Unlock()
+	return h != nil && h.lost.Load()
+}
+
+// kickAll asks every held job's heartbeat to check its job.
+func (c *inflight) kickAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.jobs {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
 // watchCancels subscribes to the puts of the bucket's cancel keys: one
 // subscription for the worker instead of a watch per job.
-func (b *Backend) watchCancels(cs *cancels) (*nats.Subscription, error) {
+func (b *Backend) watchCancels(cs *inflight) (*nats.Subscription, error) {
 	prefix := "$KV." + b.cfg.Name + "_state." + cancelKey("")
 	return b.cfg.Conn.Subscribe(prefix+">", func(m *nats.Msg) {
 		if op := m.Header.Get("KV-Operation"); op != "" {

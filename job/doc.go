@@ -5,7 +5,9 @@
 // a fleet of workers on JetStream — so that a host can treat either the
 // same way. (The HTTP server plays pairs on the scheduler itself, or
 // submits them to a queue built on this interface; the command line's
-// worker plays job.Job values and answers with job.Report.)
+// worker plays job.Job values and answers with job.Report.) A backend
+// that can lose its link to its jobs says so through Monitor and fails
+// fast with ErrUnavailable meanwhile.
 //
 // It owns values only. It must not know a transport, a store, a pair's
 // configuration or how a backend keeps its jobs: a spec is bytes a worker

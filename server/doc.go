@@ -37,6 +37,11 @@
 // History that the SQLite store and the JetStream backend both
 // implement. The queue's acknowledgement makes the 201 durable.
 //
+// A queue (or history) that can lose its link implements job.Monitor:
+// GET /v1/health reports it, as JSON or pushed as events to the page's
+// banner, and while it is down every call that needs it is a 503
+// backend_unavailable at once, while open streams wait for it.
+//
 // # Untrusted input
 //
 // Every body is bounded; a spec that arrives over HTTP is decoded by the

@@ -116,7 +116,7 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 	}
 	recorded, err := s.cfg.Store.ListPairs(r.Context(), store.ListOptions{Limit: n})
 	if err != nil {
-		fail(w, http.StatusInternalServerError, codeInternal, "reading the store failed")
+		s.storeError(w, err)
 		return
 	}
 	workers := make(map[string][]string, len(recorded))

@@ -173,7 +173,17 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 // written.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, built Built, pairID string, body []byte) {
 	s.discard(ws, built)
+	// A backend that knows its connection is down is not waited for.
+	if h, _ := s.backendHealth(); !h.Available {
+		unavailable(w, h)
+		return
+	}
 	if _, err := s.cfg.Queue.Submit(r.Context(), job.Job{ID: pairID, Spec: body}); err != nil {
+		if errors.Is(err, job.ErrUnavailable) {
+			h, _ := s.backendHealth()
+			unavailable(w, h)
+			return
+		}
 		fail(w, http.StatusInternalServerError, codeInternal, "submitting the pair failed")
 		return
 	}
@@ -223,6 +233,11 @@ func (s *Server) getPair(w http.ResponseWriter, r *http.Request) {
 func (s *Server) storeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, store.ErrNotFound) {
 		fail(w, http.StatusNotFound, codeNotFound, "no such pair")
+		return
+	}
+	if errors.Is(err, job.ErrUnavailable) {
+		h, _ := s.backendHealth()
+		unavailable(w, h)
 		return
 	}
 	fail(w, http.StatusInternalServerError, codeInternal, "reading the store failed")
@@ -277,6 +292,10 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, pairID str
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		fail(w, http.StatusNotFound, codeNotFound, "no such pair")
+		return
+	case errors.Is(err, job.ErrUnavailable):
+		h, _ := s.backendHealth()
+		unavailable(w, h)
 		return
 	case err != nil:
 		fail(w, http.StatusInternalServerError, codeInternal, "cancelling failed")

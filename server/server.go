@@ -98,6 +98,7 @@ func (s *Server) table() []route {
 		{"GET", "/v1/pairs/{id}/events", true, s.events},
 		{"GET", "/v1/pairs/{id}/events.jsonl", true, s.eventsJSONL},
 		{"GET", "/v1/examples", true, s.examples},
+		{"GET", "/v1/health", true, s.health},
 		{"GET", "/v1/openapi.json", true, s.openAPI},
 		{"GET", "/v1/plugin-dev", true, s.pluginDev},
 		{"GET", "/{$}", false, s.index},

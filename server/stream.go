@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
@@ -204,7 +205,7 @@ func (s *Server) replay(ctx context.Context, pairID string, after uint64, out si
 // is running (another process plays it), what the store records next,
 // read every StorePoll; then its end.
 func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out sink, end bool) error {
-	rec, err := s.cfg.Store.Pair(ctx, pairID)
+	rec, err := s.awaitRecord(ctx, pairID, out)
 	if err != nil {
 		return err
 	}
@@ -251,8 +252,37 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if rec, err = s.cfg.Store.Pair(ctx, pairID); err != nil {
+		if rec, err = s.awaitRecord(ctx, pairID, out); err != nil {
 			return err
+		}
+	}
+}
+
+// awaitRecord reads the pair's record, waiting out a backend whose
+// connection is down: the stream stays open (heartbeats go on) and goes
+// on after its cursor once the connection is back.
+func (s *Server) awaitRecord(ctx context.Context, pairID string, out sink) (store.PairRecord, error) {
+	rec, err := s.cfg.Store.Pair(ctx, pairID)
+	if !errors.Is(err, job.ErrUnavailable) {
+		return rec, err
+	}
+	tick := time.NewTicker(s.cfg.StorePoll)
+	defer tick.Stop()
+	idle := time.Duration(0)
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		}
+		if idle += s.cfg.StorePoll; s.cfg.Heartbeat > 0 && idle >= s.cfg.Heartbeat {
+			idle = 0
+			if err := out.heartbeat(); err != nil {
+				return rec, err
+			}
+		}
+		if rec, err = s.cfg.Store.Pair(ctx, pairID); !errors.Is(err, job.ErrUnavailable) {
+			return rec, err
 		}
 	}
 }

@@ -981,3 +981,25 @@ async function sha256(s) {
   const buf = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
   return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+// ---- the job backend's connection ----
+
+// The server pushes its job backend's health (GET /v1/health as a
+// stream): a lost connection shows a banner until it is back. Submitting
+// meanwhile gets the server's 503, shown by the start form.
+document.addEventListener("DOMContentLoaded", () => {
+  const banner = $("backend-banner");
+  const es = new EventSource("/v1/health");
+  es.addEventListener("health", (m) => {
+    let d = {};
+    try { d = JSON.parse(m.data); } catch (_) { return; }
+    const b = d.backend || {};
+    const down = b.available === false;
+    const name = visible(b.name || "backend");
+    banner.textContent = b.state === "closed"
+      ? name + " connection closed — restart the server"
+      : name + " connection lost — reconnecting";
+    banner.hidden = !down;
+    document.body.dataset.backend = down ? "down" : "up";
+  });
+});

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -14,8 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/jetstream"
@@ -391,15 +390,8 @@ func openQueue(ctx context.Context, env Env, f serveFlags) (*jetstream.Backend, 
 		url = srv.ClientURL()
 		fmt.Fprintf(env.Stdout, "spice-orch serve: NATS with JetStream at %s (storage %s)\n", url, f.embeddedNATS)
 	}
-	nc, err := nats.Connect(url, nats.Name("spice-orch serve"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil { // nil: this process closed the connection
-				fmt.Fprintf(env.Stderr, "spice-orch serve: disconnected from NATS: %v\n", err)
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) {
-			fmt.Fprintln(env.Stderr, "spice-orch serve: reconnected to NATS")
-		}))
+	nc, err := jetstream.Connect(url, jetstream.ConnectConfig{Name: "spice-orch serve",
+		Log: slog.New(slog.NewTextHandler(env.Stderr, nil)).With("cmd", "serve")})
 	if err != nil {
 		stopServer()
 		return nil, nil, failed(fmt.Errorf("nats: %w", err))

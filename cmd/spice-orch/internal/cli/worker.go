@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/spice-orch/spice-orch/jetstream"
@@ -105,15 +105,8 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		return failed(err)
 	}
 	defer st.Close()
-	nc, err := nats.Connect(f.url, nats.Name("spice-orch worker"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil { // nil: this process closed the connection
-				fmt.Fprintf(env.Stderr, "spice-orch worker: disconnected from NATS: %v\n", err)
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) {
-			fmt.Fprintln(env.Stderr, "spice-orch worker: reconnected to NATS")
-		}))
+	nc, err := jetstream.Connect(f.url, jetstream.ConnectConfig{Name: "spice-orch worker",
+		Log: slog.New(slog.NewTextHandler(env.Stderr, nil)).With("cmd", "worker")})
 	if err != nil {
 		return failed(fmt.Errorf("nats: %w", err))
 	}
@@ -123,7 +116,7 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		return failed(fmt.Errorf("jetstream: %w", err))
 	}
 	bld := &builder{st: st, record: st, getenv: env.Getenv}
-	fmt.Fprintf(env.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", f.pairs, f.url, stPath)
+	fmt.Fprintf(env.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", f.pairs, jetstream.Redact(f.url), stPath)
 	if ready != nil {
 		ready()
 	}
