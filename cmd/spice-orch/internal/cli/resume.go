@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"os"
 	"path/filepath"
@@ -279,7 +280,7 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 		return r, failed(fmt.Errorf("%s: the recorded recipe cannot be read", rj.pairID))
 	}
 	r = env.Payload
-	plugins, err := logLines(ctx, st, PluginLogName(rj.pairID))
+	plugins, err := logLines(ctx, st, pluginlog.PluginLogName(rj.pairID))
 	if err != nil {
 		return r, failed(err)
 	}
@@ -287,8 +288,8 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 	rj.digests = map[string]string{}
 	for _, l := range plugins {
 		var e struct {
-			Kind    string      `json:"kind"`
-			Payload pluginEvent `json:"payload"`
+			Kind    string                `json:"kind"`
+			Payload pluginlog.PluginEvent `json:"payload"`
 		}
 		if json.Unmarshal(l, &e) != nil || e.Kind != "plan.activated" || e.Payload.PlanID != string(rj.planID) {
 			continue

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -242,7 +243,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		}
 	}
 	var rec *recording
-	var plugins *pluginRecorder
+	var plugins *pluginlog.PluginRecorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -255,10 +256,10 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 			if rj != nil {
 				after = rj.pluginSeq
 			}
-			if plugins, err = newPluginRecorder(pairID, o, time.Now, after); err != nil {
+			if plugins, err = pluginlog.NewPluginRecorder(pairID, o, time.Now, after); err != nil {
 				return failed(err)
 			}
-			opts.PluginEvents = plugins.onEvent
+			opts.PluginEvents = plugins.OnEvent
 		}
 		if rj == nil {
 			// Beside the pair's events, not one of them: straight to
@@ -288,10 +289,10 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	defer built.Close()
 	if plugins != nil {
-		plugins.setLookup(built.PluginPlan)
+		plugins.SetLookup(built.PluginPlan)
 		// The first plan's activation: recorded before the pair starts,
 		// so that its plan ID is findable as soon as a run names it.
-		if err := plugins.flush(ctx); err != nil {
+		if err := plugins.Flush(ctx); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
 		}
 	}
@@ -347,8 +348,8 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	if plugins != nil {
 		// Closing the host drains its generations: their last events.
 		built.Close()
-		err := plugins.flush(context.Background())
-		err = errors.Join(err, plugins.close(context.Background()))
+		err := plugins.Flush(context.Background())
+		err = errors.Join(err, plugins.Close(context.Background()))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -53,11 +54,11 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 			return failed(err)
 		}
 	}
-	pevs, err := readPluginLog(ctx, st, s.ID)
+	pevs, err := pluginlog.ReadPluginLog(ctx, st, s.ID)
 	if err != nil {
 		return failed(err)
 	}
-	showPlugins(out, pevs, rec.Runs)
+	pluginlog.ShowPlugins(out, pevs, rec.Runs)
 	uncertain(out, rec.Uncertain)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer

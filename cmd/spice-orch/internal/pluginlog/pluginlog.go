@@ -1,4 +1,4 @@
-package cli
+package pluginlog
 
 import (
 	"bytes"
@@ -44,8 +44,8 @@ type pluginGeneration struct {
 	PID        int    `json:"pid"`
 }
 
-// pluginEvent is the payload of every plugin log event.
-type pluginEvent struct {
+// PluginEvent is the payload of every plugin log event.
+type PluginEvent struct {
 	PlanID      string             `json:"plan_id,omitempty"`
 	Generations []pluginGeneration `json:"generations,omitempty"`
 	Generation  string             `json:"generation,omitempty"`
@@ -60,10 +60,10 @@ type pendingPluginEvent struct {
 	plan *host.GenerationPlan // resolved for plan.activated
 }
 
-// pluginRecorder collects the host's events (OnEvent must return quickly,
+// PluginRecorder collects the host's events (OnEvent must return quickly,
 // and the first one comes before the host is known) and records them in
 // the plugin log at flush points: after Build and after the host closed.
-type pluginRecorder struct {
+type PluginRecorder struct {
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -75,7 +75,7 @@ type pluginRecorder struct {
 
 // after is the last sequence the log already holds: a resumed pair's
 // host continues it.
-func newPluginRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*pluginRecorder, error) {
+func NewPluginRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*PluginRecorder, error) {
 	l, err := eventlog.New(eventlog.Config{
 		Name: PluginLogName(pairID), MaxEvents: maxPluginEvents + 1, MaxBytes: 4 << 20, After: after,
 		Required: []eventlog.Observer{st},
@@ -83,11 +83,11 @@ func newPluginRecorder(pairID string, st eventlog.Observer, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	return &pluginRecorder{now: now, log: l}, nil
+	return &PluginRecorder{now: now, log: l}, nil
 }
 
 // onEvent is the host's OnEvent.
-func (r *pluginRecorder) onEvent(e host.Event) {
+func (r *PluginRecorder) OnEvent(e host.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.pending) >= maxPluginEvents {
@@ -104,8 +104,8 @@ func (r *pluginRecorder) onEvent(e host.Event) {
 	r.pending = append(r.pending, p)
 }
 
-// setLookup gives the recorder the host's plans, once Build returned.
-func (r *pluginRecorder) setLookup(f func(plan.ID) (host.GenerationPlan, bool)) {
+// SetLookup gives the recorder the host's plans, once Build returned.
+func (r *PluginRecorder) SetLookup(f func(plan.ID) (host.GenerationPlan, bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lookup = f
@@ -113,7 +113,7 @@ func (r *pluginRecorder) setLookup(f func(plan.ID) (host.GenerationPlan, bool)) 
 
 // flush records what is pending. Events the log refuses are counted in the
 // returned error; the pair's own record is not affected.
-func (r *pluginRecorder) flush(ctx context.Context) error {
+func (r *PluginRecorder) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	pending, lookup := r.pending, r.lookup
 	r.pending = nil
@@ -142,7 +142,7 @@ func (r *pluginRecorder) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *pluginRecorder) close(ctx context.Context) error {
+func (r *PluginRecorder) Close(ctx context.Context) error {
 	r.mu.Lock()
 	dropped := r.dropped
 	r.mu.Unlock()
@@ -153,9 +153,9 @@ func (r *pluginRecorder) close(ctx context.Context) error {
 	return err
 }
 
-func payloadOf(p pendingPluginEvent) pluginEvent {
+func payloadOf(p pendingPluginEvent) PluginEvent {
 	e := p.ev
-	out := pluginEvent{PlanID: string(e.Plan), Generation: e.Generation, Slot: e.Slot, InFlight: e.InFlight, Reason: e.Reason}
+	out := PluginEvent{PlanID: string(e.Plan), Generation: e.Generation, Slot: e.Slot, InFlight: e.InFlight, Reason: e.Reason}
 	if p.plan != nil {
 		for _, g := range p.plan.Generations {
 			out.Generations = append(out.Generations, pluginGeneration{Generation: g.ID, Slot: g.Slot,
@@ -169,12 +169,12 @@ func payloadOf(p pendingPluginEvent) pluginEvent {
 type recordedPluginEvent struct {
 	Kind string
 	Time time.Time
-	pluginEvent
+	PluginEvent
 }
 
-// readPluginLog reads pairID's plugin log; none when the pair had no
+// ReadPluginLog reads pairID's plugin log; none when the pair had no
 // plugins (or was recorded before plugin logs existed).
-func readPluginLog(ctx context.Context, st *store.Store, pairID string) ([]recordedPluginEvent, error) {
+func ReadPluginLog(ctx context.Context, st *store.Store, pairID string) ([]recordedPluginEvent, error) {
 	var buf bytes.Buffer
 	err := st.ReplayJSON(ctx, &buf, PluginLogName(pairID))
 	if errors.Is(err, store.ErrNotFound) {
@@ -190,7 +190,7 @@ func readPluginLog(ctx context.Context, st *store.Store, pairID string) ([]recor
 			return nil, err
 		}
 		re := recordedPluginEvent{Kind: e.Kind(), Time: e.Time()}
-		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &re.pluginEvent); err != nil {
+		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &re.PluginEvent); err != nil {
 			return nil, err
 		}
 		out = append(out, re)
@@ -198,9 +198,9 @@ func readPluginLog(ctx context.Context, st *store.Store, pairID string) ([]recor
 	return out, nil
 }
 
-// showPlugins prints, for a pair whose plans came from plugins, each plan's
+// ShowPlugins prints, for a pair whose plans came from plugins, each plan's
 // generations and the runs that leased it, then the generation events.
-func showPlugins(out io.Writer, evs []recordedPluginEvent, runs []store.RunSummary) {
+func ShowPlugins(out io.Writer, evs []recordedPluginEvent, runs []store.RunSummary) {
 	if len(evs) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package cli
+package pluginlog
 
 import (
 	"context"
@@ -40,20 +40,20 @@ func genPlan(id, gen string, pid int) host.GenerationPlan {
 func TestP6_PluginLogRecordsARestartWithBothPlans(t *testing.T) {
 	c := &captured{}
 	clock := time.Date(2026, 12, 1, 21, 22, 15, 0, time.UTC)
-	r, err := newPluginRecorder("pair-x", c, func() time.Time { return clock }, 0)
+	r, err := NewPluginRecorder("pair-x", c, func() time.Time { return clock }, 0)
 	require.NoError(t, err)
 	plans := map[plan.ID]host.GenerationPlan{"plan-pair-x-1": genPlan("plan-pair-x-1", "wordcount-g1", 11)}
 	lookup := func(id plan.ID) (host.GenerationPlan, bool) { gp, ok := plans[id]; return gp, ok }
 
-	r.onEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-1"})
-	r.setLookup(lookup)
-	require.NoError(t, r.flush(t.Context()))
+	r.OnEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-1"})
+	r.SetLookup(lookup)
+	require.NoError(t, r.Flush(t.Context()))
 	plans["plan-pair-x-2"] = genPlan("plan-pair-x-2", "wordcount-g2", 22)
-	r.onEvent(host.Event{Kind: host.EventDead, Generation: "wordcount-g1", Reason: "exit status 3"})
-	r.onEvent(host.Event{Kind: host.EventRestarted, Generation: "wordcount-g2", Reason: "replaces wordcount-g1"})
-	r.onEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-2"})
+	r.OnEvent(host.Event{Kind: host.EventDead, Generation: "wordcount-g1", Reason: "exit status 3"})
+	r.OnEvent(host.Event{Kind: host.EventRestarted, Generation: "wordcount-g2", Reason: "replaces wordcount-g1"})
+	r.OnEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-2"})
 	delete(plans, "plan-pair-x-2") // evicted before the flush: resolved already
-	require.NoError(t, r.flush(t.Context()))
+	require.NoError(t, r.Flush(t.Context()))
 
 	var kinds, payloads []string
 	for _, e := range c.evs {
@@ -69,20 +69,20 @@ func TestP6_PluginLogRecordsARestartWithBothPlans(t *testing.T) {
 	require.Contains(t, payloads[3], `"pid":22`)
 
 	for range maxPluginEvents + 2 {
-		r.onEvent(host.Event{Kind: host.EventDraining, Generation: "wordcount-g2"})
+		r.OnEvent(host.Event{Kind: host.EventDraining, Generation: "wordcount-g2"})
 	}
-	require.NoError(t, r.flush(t.Context()))
+	require.NoError(t, r.Flush(t.Context()))
 	require.Len(t, c.evs, 4+maxPluginEvents)
-	require.ErrorContains(t, r.close(t.Context()), "2 plugin events over the bound")
+	require.ErrorContains(t, r.Close(t.Context()), "2 plugin events over the bound")
 
 	var b strings.Builder
 	var recorded []recordedPluginEvent
 	for _, e := range c.evs[:4] {
 		re := recordedPluginEvent{Kind: e.Kind(), Time: e.Time()}
-		require.NoError(t, json.Unmarshal(e.Payload().AppendJSON(nil), &re.pluginEvent))
+		require.NoError(t, json.Unmarshal(e.Payload().AppendJSON(nil), &re.PluginEvent))
 		recorded = append(recorded, re)
 	}
-	showPlugins(&b, recorded, []store.RunSummary{{ID: "pair-x/writer/run-1", PlanID: "plan-pair-x-1"},
+	ShowPlugins(&b, recorded, []store.RunSummary{{ID: "pair-x/writer/run-1", PlanID: "plan-pair-x-1"},
 		{ID: "pair-x/reviewer/run-1", PlanID: "plan-pair-x-2"}})
 	require.Equal(t, `
 plugin generations (by plan)
