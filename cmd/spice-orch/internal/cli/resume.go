@@ -280,7 +280,7 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 		return r, failed(fmt.Errorf("%s: the recorded recipe cannot be read", rj.pairID))
 	}
 	r = env.Payload
-	plugins, err := logLines(ctx, st, pluginlog.PluginLogName(rj.pairID))
+	plugins, err := logLines(ctx, st, pluginlog.Name(rj.pairID))
 	if err != nil {
 		return r, failed(err)
 	}
@@ -288,8 +288,8 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 	rj.digests = map[string]string{}
 	for _, l := range plugins {
 		var e struct {
-			Kind    string                `json:"kind"`
-			Payload pluginlog.PluginEvent `json:"payload"`
+			Kind    string          `json:"kind"`
+			Payload pluginlog.Event `json:"payload"`
 		}
 		if json.Unmarshal(l, &e) != nil || e.Kind != "plan.activated" || e.Payload.PlanID != string(rj.planID) {
 			continue

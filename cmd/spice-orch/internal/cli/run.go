@@ -243,7 +243,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		}
 	}
 	var rec *recording
-	var plugins *pluginlog.PluginRecorder
+	var plugins *pluginlog.Recorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -256,7 +256,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 			if rj != nil {
 				after = rj.pluginSeq
 			}
-			if plugins, err = pluginlog.NewPluginRecorder(pairID, o, time.Now, after); err != nil {
+			if plugins, err = pluginlog.NewRecorder(pairID, o, time.Now, after); err != nil {
 				return failed(err)
 			}
 			opts.PluginEvents = plugins.OnEvent

@@ -54,11 +54,11 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 			return failed(err)
 		}
 	}
-	pevs, err := pluginlog.ReadPluginLog(ctx, st, s.ID)
+	pevs, err := pluginlog.Read(ctx, st, s.ID)
 	if err != nil {
 		return failed(err)
 	}
-	pluginlog.ShowPlugins(out, pevs, rec.Runs)
+	showPlugins(out, pevs, rec.Runs)
 	uncertain(out, rec.Uncertain)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer
