@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/store"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -52,9 +53,9 @@ has them.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeIDs(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, err := parseProviders(providers)
+			names, err := otelsetup.ParseProviders(providers)
 			if err != nil {
-				return err
+				return otelErr(err)
 			}
 			st, _, ok, err := f.open(cmd.Context(), env)
 			if err != nil {
@@ -93,19 +94,19 @@ func exportTrace(ctx context.Context, env Env, st *store.Store, pairID, out stri
 	if out != "" {
 		return exportTraceFile(ctx, env, &lines, out, rec)
 	}
-	o, err := startOTel(ctx, env, false, rec.Providers)
+	o, err := otelsetup.Start(ctx, otelEnv(env), false, rec.Providers)
 	if err != nil {
-		return err
+		return otelErr(err)
 	}
-	o.tel.ContinueRecord(ctx, rec)
-	if o.providers.Tracer == nil {
-		o.shutdown(env.Stderr)
+	o.Telemetry.ContinueRecord(ctx, rec)
+	if o.Providers.Tracer == nil {
+		o.Shutdown(env.Stderr)
 		return usageErr(errors.New("traces are off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing to export"))
 	}
-	rerr := o.tel.ReplayJSON(ctx, &lines)
-	ctxS, cancel := context.WithTimeout(context.Background(), otelShutdownTimeout)
+	rerr := o.Telemetry.ReplayJSON(ctx, &lines)
+	ctxS, cancel := context.WithTimeout(context.Background(), otelsetup.ShutdownTimeout)
 	defer cancel()
-	serr := o.providers.Shutdown(ctxS)
+	serr := o.Providers.Shutdown(ctxS)
 	switch {
 	case rerr != nil:
 		return failed(rerr)

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
@@ -128,7 +129,7 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 	fl.StringVar(&f.store, "store", "", "the store to record into (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
 	fl.BoolVar(&f.noStore, "no-store", false, "record nothing")
 	cmd.MarkFlagsMutuallyExclusive("store", "no-store")
-	fl.BoolVar(&f.otel, "otel", false, otelHelp)
+	fl.BoolVar(&f.otel, "otel", false, otelsetup.Help)
 	fl.StringVar(&f.approve, "approve", "", "which tool calls wait for your approval: never, mutating, all, or tool names separated by commas (default: the spec's approve, else never)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
 	fl.StringVar(&f.approveFrom, "approve-from", "", "answer approvals from this file of JSON lines, one {\"answer\":\"approve\"|\"deny\"} per question in order (for scripts and --json)")
@@ -298,15 +299,15 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	if st != nil {
 		// Straight to the store: the record is not an event of the pair.
-		writeRecord(ctx, env.Stderr, st, &built.Config, trace.SpanContext{})
+		otelsetup.WriteRecord(ctx, env.Stderr, st, &built.Config, trace.SpanContext{})
 	}
 	if f.otel {
-		o, err := startOTel(ctx, env, true, providerNames(s))
+		o, err := otelsetup.Start(ctx, otelEnv(env), true, otelsetup.ProviderNames(s))
 		if err != nil {
-			return err
+			return otelErr(err)
 		}
-		defer o.shutdown(env.Stderr)
-		o.observe(&built.Config)
+		defer o.Shutdown(env.Stderr)
+		o.Observe(&built.Config)
 	}
 
 	var rc orchestrator.ResumeConfig

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -62,8 +63,8 @@ type serveHooks struct {
 	// store wraps the store as the pairs' required observer.
 	store func(eventlog.Observer) eventlog.Observer
 	// setup builds the telemetry providers with --otel; nil reads the
-	// environment (setupOTel).
-	setup setupFunc
+	// environment (otelsetup.Setup).
+	setup otelsetup.SetupFunc
 	// built sees every pair config the server built, before submission.
 	built func(cfg *orchestrator.Config)
 	// question is told of each approval question once it is pending.
@@ -148,7 +149,7 @@ JetStream's events stream, the same frames as above.`,
 	fl.DurationVar(&f.pace, "pace", 150*time.Millisecond, "pause after each timeline event of an all-scripted pair, so it can be watched (0: full speed)")
 	fl.BoolVar(&f.demo, "demo", true, "start the built-in pair once at start-up")
 	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
-	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
+	fl.BoolVar(&f.otel, "otel", false, otelsetup.ServeHelp)
 	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
 	fl.StringVar(&f.nats, "nats", "", "hand pairs to 'spice-orch worker' processes through this NATS JetStream server, and stream them from it")
 	fl.StringVar(&f.embeddedNATS, "embedded-nats", "", "as --nats, with a NATS server started in this process that keeps JetStream's storage in this directory")
@@ -193,15 +194,15 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if err != nil {
 		return failed(err)
 	}
-	var tel *serveOTel
+	var tel *otelsetup.Serve
 	if f.otel {
 		var err error
-		if tel, err = startServeOTel(ctx, env, hooks.setup); err != nil {
-			return err
+		if tel, err = otelsetup.StartServe(ctx, otelEnv(env), hooks.setup); err != nil {
+			return otelErr(err)
 		}
 		// Deferred first, so it runs last: after the pairs have ended and
 		// the store has closed, what they drew is flushed, within a bound.
-		defer tel.shutdown(env.Stderr)
+		defer tel.Shutdown(env.Stderr)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -266,12 +267,12 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		cfg.Scheduler, cfg.Queue, cfg.Store, cfg.StorePoll = nil, queue, queue, queueStorePoll
 	}
 	if tel != nil && sched != nil {
-		if err := tel.observeScheduler(sched); err != nil {
+		if err := tel.ObserveScheduler(sched); err != nil {
 			_ = shutdown(context.Background())
 			return failed(fmt.Errorf("telemetry: %w", err))
 		}
-		cfg.Metrics = tel.metrics()
-		cfg.SubmitContext = tel.submitContext
+		cfg.Metrics = tel.Metrics()
+		cfg.SubmitContext = tel.SubmitContext
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -33,7 +34,7 @@ type builder struct {
 	pace        time.Duration
 	allowOpenAI bool
 	extra       func(pairID string) []eventlog.Observer
-	otel        *serveOTel                 // nil without --otel
+	otel        *otelsetup.Serve           // nil without --otel
 	built       func(*orchestrator.Config) // a test hook
 	// approve is the policy of a spec without approve:, approveTimeout
 	// each question's wait; approvals holds the questions for the API.
@@ -121,10 +122,10 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.otel != nil {
 		parent = trace.SpanContextFromContext(ctx)
 	}
-	writeRecord(ctx, io.Discard, b.record, &p.Config, parent)
+	otelsetup.WriteRecord(ctx, io.Discard, b.record, &p.Config, parent)
 	closeFn := p.Close
 	if b.otel != nil {
-		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))
+		drawn, err := b.otel.Pair(ctx, &p.Config, otelsetup.ProviderNames(s))
 		if err != nil {
 			p.Close()
 			return server.Built{}, err

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -106,8 +107,8 @@ func startOTelServe(t *testing.T, otel bool, token string, vars map[string]strin
 	hooks := serveHooks{
 		ready: func(url string) { ready <- url },
 		built: func(cfg *orchestrator.Config) { s.mu.Lock(); s.built = append(s.built, cfg); s.mu.Unlock() },
-		setup: func(ctx context.Context, env Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
-			ps, err := setupOTel(ctx, env, o)
+		setup: func(ctx context.Context, env otelsetup.Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
+			ps, err := otelsetup.Setup(ctx, env, o)
 			if err != nil {
 				return nil, err
 			}
