@@ -129,7 +129,7 @@ Exit codes: 0 completed, 1 failed, 2 bad usage or bad spec, 130 cancelled.`,
 	fl.StringVar(&f.store, "store", "", "the store to record into (default $SPICE_ORCH_STORE, else $XDG_STATE_HOME/spice-orch/runs.db)")
 	fl.BoolVar(&f.noStore, "no-store", false, "record nothing")
 	cmd.MarkFlagsMutuallyExclusive("store", "no-store")
-	fl.BoolVar(&f.otel, "otel", false, otelsetup.Help)
+	fl.BoolVar(&f.otel, "otel", false, otelHelp)
 	fl.StringVar(&f.approve, "approve", "", "which tool calls wait for your approval: never, mutating, all, or tool names separated by commas (default: the spec's approve, else never)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
 	fl.StringVar(&f.approveFrom, "approve-from", "", "answer approvals from this file of JSON lines, one {\"answer\":\"approve\"|\"deny\"} per question in order (for scripts and --json)")

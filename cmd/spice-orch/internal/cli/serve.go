@@ -149,7 +149,7 @@ JetStream's events stream, the same frames as above.`,
 	fl.DurationVar(&f.pace, "pace", 150*time.Millisecond, "pause after each timeline event of an all-scripted pair, so it can be watched (0: full speed)")
 	fl.BoolVar(&f.demo, "demo", true, "start the built-in pair once at start-up")
 	fl.BoolVar(&f.allowOpenAI, "allow-openai", false, "allow specs with provider openai (they spend this server's $OPENAI_API_KEY)")
-	fl.BoolVar(&f.otel, "otel", false, otelsetup.ServeHelp)
+	fl.BoolVar(&f.otel, "otel", false, serveOTelHelp)
 	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
 	fl.StringVar(&f.nats, "nats", "", "hand pairs to 'spice-orch worker' processes through this NATS JetStream server, and stream them from it")
 	fl.StringVar(&f.embeddedNATS, "embedded-nats", "", "as --nats, with a NATS server started in this process that keeps JetStream's storage in this directory")

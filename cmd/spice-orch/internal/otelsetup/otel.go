@@ -44,9 +44,6 @@ func oneLine(s string) string {
 // a command ends: an unreachable collector costs at most this long.
 const ShutdownTimeout = 10 * time.Second
 
-// Help is the --otel flag's help, shared by the commands that have it.
-const Help = "send a trace of the pair (and its metrics) to OpenTelemetry, configured by the OTEL_* environment (see 'spice-orch runs export-trace --help')"
-
 // ProviderNames gives each worker role of s its gen_ai.provider.name.
 func ProviderNames(s spec.Spec) map[string]string {
 	out := make(map[string]string, len(s.Workers))

@@ -11,10 +11,6 @@ import (
 	"github.com/spice-orch/spice-orch/telemetry"
 )
 
-// ServeHelp is serve's --otel flag help.
-const ServeHelp = "send a trace of every pair (and metrics) to OpenTelemetry, configured by the OTEL_* environment as for 'run --otel', " +
-	"continue a POST /v1/pairs request's traceparent, and serve Prometheus metrics at /metrics"
-
 // Serve is serve's telemetry: the providers built from the
 // environment as for 'run --otel', with a Prometheus reader for /metrics,
 // and the scheduler gauges. Each pair is drawn by a Telemetry of its own,
