@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -254,11 +255,11 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if hooks.store != nil {
 		rec = hooks.store(st)
 	}
-	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
-		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals}
+	b := &remotespec.Builder{Store: rec, Record: st, Getenv: env.Getenv, Pace: f.pace, AllowOpenAI: f.allowOpenAI, Extra: hooks.timeline,
+		OTel: tel, Built: hooks.built, Approve: policy, ApproveTimeout: f.approveTimeout, Approvals: approvals}
 	cfg := server.Config{
-		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
-		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
+		Scheduler: sched, Store: st, Build: b.Build, DataDir: dataDir,
+		Examples: remotespec.Examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
 		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor,
 	}
 	if queue != nil {
@@ -310,7 +311,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		fmt.Fprintf(env.Stdout, "spice-orch serve: pairs go to workers through NATS at %s (backend %q)\n", queue.URL(), f.natsName)
 	}
 	if f.demo && queue == nil {
-		if err := startDemo(srv.Handler(), f.token); err != nil {
+		if err := remotespec.StartDemo(srv.Handler(), f.token); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch serve: the demo pair did not start: %v\n", err)
 		}
 	}

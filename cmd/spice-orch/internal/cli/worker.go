@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -119,7 +120,7 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	if err != nil {
 		return failed(fmt.Errorf("jetstream: %w", err))
 	}
-	bld := &builder{st: st, record: st, getenv: env.Getenv}
+	bld := &remotespec.Builder{Store: st, Record: st, Getenv: env.Getenv}
 	fmt.Fprintf(env.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", f.pairs, f.url, stPath)
 	if ready != nil {
 		ready()
@@ -138,7 +139,7 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	// A job delivered again after it started is resumed from this
 	// store's record of its pair, built again as play built it.
 	resume := jetstream.ResumeFromStore(st, func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
-		built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: filepath.Join(dataDir, "workspaces", j.ID),
+		built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: filepath.Join(dataDir, "workspaces", j.ID),
 			Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
 		if err != nil {
 			return orchestrator.Config{}, nil, err
@@ -159,14 +160,14 @@ var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error 
 
 // playJob builds the job's pair from its spec and plays it to its end,
 // its timeline told to timeline after the local store.
-func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job, timeline eventlog.Observer) job.Report {
+func playJob(ctx context.Context, bld *remotespec.Builder, workspaces string, j job.Job, timeline eventlog.Observer) job.Report {
 	rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
 	ws := filepath.Join(workspaces, j.ID)
 	if err := os.Mkdir(ws, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		rep.Reason, rep.Error = "workspace", err.Error()
 		return rep
 	}
-	built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
+	built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
 		ContentType: "application/yaml", Timeline: timeline})
 	if err != nil {
 		rep.Reason, rep.Error = "spec_refused", err.Error()

@@ -1,4 +1,4 @@
-package cli
+package remotespec
 
 import (
 	"bytes"
@@ -23,27 +23,27 @@ import (
 	"github.com/spice-orch/spice-orch/server"
 )
 
-// builder turns a spec that arrived over HTTP into a pair. Such a spec is
+// Builder turns a spec that arrived over HTTP into a pair. Such a spec is
 // untrusted: it may not choose a place on this machine's file system (the
 // server gives the pair its workspace), nor spend this server's API key
 // unless the operator allowed it, nor point a worker at another server.
-type builder struct {
-	st          eventlog.Observer // the store
-	record      eventlog.Observer // the store itself, for the pairs' trace records
-	getenv      func(string) string
-	pace        time.Duration
-	allowOpenAI bool
-	extra       func(pairID string) []eventlog.Observer
-	otel        *otelsetup.Serve           // nil without --otel
-	built       func(*orchestrator.Config) // a test hook
+type Builder struct {
+	Store       eventlog.Observer // the store
+	Record      eventlog.Observer // the store itself, for the pairs' trace records
+	Getenv      func(string) string
+	Pace        time.Duration
+	AllowOpenAI bool
+	Extra       func(pairID string) []eventlog.Observer
+	OTel        *otelsetup.Serve           // nil without --otel
+	Built       func(*orchestrator.Config) // a test hook
 	// approve is the policy of a spec without approve:, approveTimeout
 	// each question's wait; approvals holds the questions for the API.
-	approve        orchestrator.ApprovalPolicy
-	approveTimeout time.Duration
-	approvals      *orchestrator.Approvals
+	Approve        orchestrator.ApprovalPolicy
+	ApproveTimeout time.Duration
+	Approvals      *orchestrator.Approvals
 }
 
-func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
+func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
 	file := "request.yaml"
 	if req.ContentType == "application/json" {
 		file = "request.json"
@@ -74,7 +74,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
-	appr := orchestrator.ApprovalConfig{Policy: b.approve, Timeout: b.approveTimeout}
+	appr := orchestrator.ApprovalConfig{Policy: b.Approve, Timeout: b.ApproveTimeout}
 	if s.Approve != "" {
 		pol, err := orchestrator.ParseApprovalPolicy(s.Approve)
 		if err != nil {
@@ -87,7 +87,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		if w.Provider != spec.Scripted {
 			scripted = false
 		}
-		if w.Provider == spec.OpenAI && !b.allowOpenAI {
+		if w.Provider == spec.OpenAI && !b.AllowOpenAI {
 			return refuse("workers["+strconv.Itoa(i)+"].provider", "this server does not allow provider openai (start it with --allow-openai)")
 		}
 		if w.OpenAI.BaseURL != "" {
@@ -100,16 +100,16 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	// The feed comes right after the store, so it is told only what the
 	// store has made durable; pacing and test hooks come after it.
 	timeline := []eventlog.Observer{req.Timeline}
-	if scripted && b.pace > 0 {
-		timeline = append(timeline, pacer(b.pace))
+	if scripted && b.Pace > 0 {
+		timeline = append(timeline, pacer(b.Pace))
 	}
-	if b.extra != nil {
-		timeline = append(timeline, b.extra(req.PairID)...)
+	if b.Extra != nil {
+		timeline = append(timeline, b.Extra(req.PairID)...)
 	}
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
-		Store: b.st, Timeline: timeline, Getenv: b.getenv,
-		Approval: appr, Broker: b.approvals,
+		Store: b.Store, Timeline: timeline, Getenv: b.Getenv,
+		Approval: appr, Broker: b.Approvals,
 	})
 	if err != nil {
 		var ce *compose.ConfigError
@@ -119,21 +119,21 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		return server.Built{}, err
 	}
 	var parent trace.SpanContext
-	if b.otel != nil {
+	if b.OTel != nil {
 		parent = trace.SpanContextFromContext(ctx)
 	}
-	otelsetup.WriteRecord(ctx, io.Discard, b.record, &p.Config, parent)
+	otelsetup.WriteRecord(ctx, io.Discard, b.Record, &p.Config, parent)
 	closeFn := p.Close
-	if b.otel != nil {
-		drawn, err := b.otel.Pair(ctx, &p.Config, otelsetup.ProviderNames(s))
+	if b.OTel != nil {
+		drawn, err := b.OTel.Pair(ctx, &p.Config, otelsetup.ProviderNames(s))
 		if err != nil {
 			p.Close()
 			return server.Built{}, err
 		}
 		closeFn = func() { p.Close(); drawn() }
 	}
-	if b.built != nil {
-		b.built(&p.Config)
+	if b.Built != nil {
+		b.Built(&p.Config)
 	}
 	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name}, nil
 }
@@ -174,8 +174,8 @@ func (p pacer) Observe(ctx context.Context, e eventlog.Event) error {
 	return nil
 }
 
-// builtinYAML is the built-in pair as a spec, the form's first example.
-func builtinYAML() string {
+// BuiltinYAML is the built-in pair as a spec, the form's first example.
+func BuiltinYAML() string {
 	s := spec.Builtin()
 	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
 	var b strings.Builder
@@ -191,7 +191,7 @@ func builtinYAML() string {
 	return b.String()
 }
 
-const relayYAML = `# A relay: the writer answers once, the reviewer once.
+const RelayYAML = `# A relay: the writer answers once, the reviewer once.
 version: 1
 name: relay-demo
 pattern: relay
@@ -208,17 +208,17 @@ workers:
         usage: {input: 60, output: 10}
 `
 
-func examples() []server.Example {
+func Examples() []server.Example {
 	return []server.Example{
-		{Name: "builtin-review", Description: "the built-in writer/reviewer pair", ContentType: "application/yaml", Spec: builtinYAML()},
-		{Name: "relay-demo", Description: "a scripted relay, once each", ContentType: "application/yaml", Spec: relayYAML},
+		{Name: "builtin-review", Description: "the built-in writer/reviewer pair", ContentType: "application/yaml", Spec: BuiltinYAML()},
+		{Name: "relay-demo", Description: "a scripted relay, once each", ContentType: "application/yaml", Spec: RelayYAML},
 	}
 }
 
-// startDemo submits the built-in pair through the server's own handler,
+// StartDemo submits the built-in pair through the server's own handler,
 // as a same-origin client would.
-func startDemo(h http.Handler, token string) error {
-	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/pairs", strings.NewReader(builtinYAML()))
+func StartDemo(h http.Handler, token string) error {
+	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/pairs", strings.NewReader(BuiltinYAML()))
 	req.Header.Set("Content-Type", "application/yaml")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	if token != "" {

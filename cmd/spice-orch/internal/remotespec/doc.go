@@ -1,0 +1,15 @@
+// Package remotespec builds pairs from specs the operator did not write:
+// a spec sent to serve over HTTP, or a job's spec that a worker plays.
+// Such a spec is untrusted, and Builder refuses, with a
+// *server.RequestError naming the field and its line, a spec that names
+// a workspace (the server gives each pair its own), launches plugins,
+// uses provider openai unless the operator allowed it, or points a
+// worker at another server with a base_url. What it accepts it composes
+// with package compose, under the operator's approval policy unless the
+// spec sets its own, with the store as the first timeline observer, and
+// writes the pair's trace record beside the timeline. It can pace an
+// all-scripted pair so that a person can watch it play.
+//
+// It must not parse flags, print, decide exit codes, open the store or
+// run the pair: the caller hands it the store and starts what it built.
+package remotespec
