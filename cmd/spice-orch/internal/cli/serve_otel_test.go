@@ -23,7 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
-	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -175,7 +175,7 @@ func (s *otelServe) submit(t *testing.T, header map[string]string) string {
 	for k, v := range header {
 		h[k] = v
 	}
-	status, body := s.do(t, "POST", "/v1/pairs", remotespec.BuiltinYAML(), h)
+	status, body := s.do(t, "POST", "/v1/pairs", serve.BuiltinYAML(), h)
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &created))

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/job"
 )
@@ -43,10 +43,10 @@ func TestD1_WorkerCommandPlaysJobsAndDrains(t *testing.T) {
 	<-ready
 
 	for i, id := range []string{"relay-1", "relay-2", "relay-3"} {
-		_, err := b.Submit(ctx, job.Job{ID: id, Spec: []byte(remotespec.RelayYAML)})
+		_, err := b.Submit(ctx, job.Job{ID: id, Spec: []byte(serve.RelayYAML)})
 		require.NoError(t, err, i)
 	}
-	_, err = b.Submit(ctx, job.Job{ID: "bad", Spec: []byte(remotespec.RelayYAML + "workspace: /tmp\n")})
+	_, err = b.Submit(ctx, job.Job{ID: "bad", Spec: []byte(serve.RelayYAML + "workspace: /tmp\n")})
 	require.NoError(t, err)
 	for _, id := range []string{"relay-1", "relay-2", "relay-3"} {
 		st, err := b.Await(ctx, id)

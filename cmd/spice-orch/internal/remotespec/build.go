@@ -3,11 +3,8 @@ package remotespec
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
@@ -28,21 +25,28 @@ import (
 // server gives the pair its workspace), nor spend this server's API key
 // unless the operator allowed it, nor point a worker at another server.
 type Builder struct {
-	Store       eventlog.Observer // the store
-	Record      eventlog.Observer // the store itself, for the pairs' trace records
-	Getenv      func(string) string
-	Pace        time.Duration
+	Store  eventlog.Observer // the store, or what stands for it, as each pair's required observer
+	Record eventlog.Observer // the store itself, for the pairs' trace records
+	Getenv func(string) string
+	// Pace holds an all-scripted pair after each event (0: full speed).
+	Pace time.Duration
+	// AllowOpenAI lets a spec use provider openai, and so this process's
+	// API key.
 	AllowOpenAI bool
-	Extra       func(pairID string) []eventlog.Observer
-	OTel        *otelsetup.Serve           // nil without --otel
-	Built       func(*orchestrator.Config) // a test hook
-	// approve is the policy of a spec without approve:, approveTimeout
-	// each question's wait; approvals holds the questions for the API.
+	// Extra adds observers to a pair's timeline after the pacing.
+	Extra func(pairID string) []eventlog.Observer
+	OTel  *otelsetup.Serve           // nil draws nothing
+	Built func(*orchestrator.Config) // a test hook, told of each config built
+	// Approve is the policy of a spec without approve:, ApproveTimeout
+	// each question's wait; Approvals holds the questions for the API.
 	Approve        orchestrator.ApprovalPolicy
 	ApproveTimeout time.Duration
 	Approvals      *orchestrator.Approvals
 }
 
+// Build is server.Config.Build: it decodes the request's spec, refuses
+// what such a spec may not ask for with a *server.RequestError, and
+// composes the rest.
 func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
 	file := "request.yaml"
 	if req.ContentType == "application/json" {
@@ -170,64 +174,6 @@ func (p pacer) Observe(ctx context.Context, e eventlog.Event) error {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-	}
-	return nil
-}
-
-// BuiltinYAML is the built-in pair as a spec, the form's first example.
-func BuiltinYAML() string {
-	s := spec.Builtin()
-	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
-	var b strings.Builder
-	b.WriteString("# The built-in pair: a scripted writer and reviewer that call the real\n")
-	b.WriteString("# file tools, one rejected round and one approved. Offline, no API key.\n")
-	b.WriteString("# It writes its draft without asking; remove approve: to approve each write.\n")
-	b.WriteString("version: 1\nname: " + s.Name + "\ntask: " + q(s.Task) + "\npattern: review\napprove: never\nworkers:\n")
-	for _, w := range s.Workers {
-		b.WriteString("  - role: " + w.Role + "\n    provider: scripted\n    model: " + w.Model + "\n")
-		b.WriteString("    max_turns: " + strconv.Itoa(w.MaxTurns) + "\n    system: " + q(w.System) + "\n")
-	}
-	b.WriteString("handoff:\n  done_marker: " + s.Handoff.DoneMarker + "\nlimits:\n  max_rounds: " + strconv.Itoa(s.Limits.MaxRounds) + "\n")
-	return b.String()
-}
-
-const RelayYAML = `# A relay: the writer answers once, the reviewer once.
-version: 1
-name: relay-demo
-pattern: relay
-workers:
-  - role: writer
-    provider: scripted
-    script:
-      - text: "Here is a haiku. Autumn moon rises / over the quiet harbor / boats dream of the sea."
-        usage: {input: 40, output: 20}
-  - role: reviewer
-    provider: scripted
-    script:
-      - text: "A fine haiku: five, seven, five."
-        usage: {input: 60, output: 10}
-`
-
-func Examples() []server.Example {
-	return []server.Example{
-		{Name: "builtin-review", Description: "the built-in writer/reviewer pair", ContentType: "application/yaml", Spec: BuiltinYAML()},
-		{Name: "relay-demo", Description: "a scripted relay, once each", ContentType: "application/yaml", Spec: RelayYAML},
-	}
-}
-
-// StartDemo submits the built-in pair through the server's own handler,
-// as a same-origin client would.
-func StartDemo(h http.Handler, token string) error {
-	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/pairs", strings.NewReader(BuiltinYAML()))
-	req.Header.Set("Content-Type", "application/yaml")
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusCreated {
-		return errors.New("HTTP " + strconv.Itoa(rec.Code) + ": " + strings.TrimSpace(rec.Body.String()))
 	}
 	return nil
 }
