@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -92,7 +91,7 @@ func exportTrace(ctx context.Context, env Env, st *store.Store, pairID, out stri
 		rec.Providers[role] = name
 	}
 	if out != "" {
-		return exportTraceFile(ctx, env, &lines, out, rec)
+		return otelErr(otelsetup.WriteTraceFile(ctx, otelEnv(env), &lines, out, rec))
 	}
 	o, err := otelsetup.Start(ctx, otelEnv(env), false, rec.Providers)
 	if err != nil {
@@ -131,42 +130,4 @@ func readRecord(ctx context.Context, st *store.Store, pairID string) (telemetry.
 		return telemetry.Record{}, failed(fmt.Errorf("the pair's trace record: %w", err))
 	}
 	return rec, nil
-}
-
-// exportTraceFile writes the trace as OTLP JSON, with the resource 'run
-// --otel' gives it, replacing path only once the whole trace is written.
-func exportTraceFile(ctx context.Context, env Env, lines *bytes.Buffer, path string, rec telemetry.Record) error {
-	var buf bytes.Buffer
-	getenv := func(k string) string {
-		switch k {
-		case "OTEL_TRACES_EXPORTER":
-			return "console"
-		case "OTEL_SDK_DISABLED":
-			return ""
-		}
-		return env.Getenv(k)
-	}
-	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{Getenv: getenv, ServiceVersion: version(), Console: &buf})
-	if err != nil {
-		return usageErr(err)
-	}
-	cfg := ps.Config()
-	cfg.Providers = rec.Providers
-	tel, err := telemetry.New(cfg)
-	if err != nil {
-		_ = ps.Shutdown(ctx)
-		return usageErr(err)
-	}
-	tel.ContinueRecord(ctx, rec)
-	rerr := tel.ReplayJSON(ctx, lines)
-	if err := ps.Shutdown(context.Background()); err != nil {
-		return failed(err)
-	}
-	if rerr != nil {
-		return failed(rerr)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		return failed(err)
-	}
-	return nil
 }

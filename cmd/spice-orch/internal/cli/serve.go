@@ -196,11 +196,9 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 			Built: hooks.built, Question: hooks.question},
 	})
 	var ce *serve.ConfigError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		return usageErr(ce.Err)
 	}
+	// A bad OTEL_* setting is bad usage too; anything else is a failure.
 	return otelErr(err)
 }

@@ -21,6 +21,9 @@ func otelEnv(env Env) otelsetup.Env {
 // otelErr gives an error of the telemetry setup its exit code: a setting
 // it does not understand is bad usage, anything else a failure.
 func otelErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ue *otelsetup.UsageError
 	if errors.As(err, &ue) {
 		return usageErr(ue.Err)
