@@ -28,8 +28,8 @@ type Config struct {
 	Drain time.Duration // how long held pairs may finish once ctx ends
 
 	// Store records every pair played, and is where a job delivered
-	// again is resumed from; StorePath names it in messages. DataDir
-	// holds the pairs' workspaces, under workspaces/.
+	// again is resumed from; StorePath names it in messages. Each pair's
+	// workspace is made in DataDir/workspaces, which must exist.
 	Store     *store.Store
 	StorePath string
 	DataDir   string
