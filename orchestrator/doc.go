@@ -91,6 +91,7 @@
 //
 // The package must not reach into the kernel's internals or ask it for
 // anything a single-agent run does not already offer; it knows nothing of
-// queues, concurrency limits or other pairs (the scheduler's), nor of any
+// queues or of limits across pairs (the scheduler's) beyond what a Team
+// and the Approvals broker keep of the pairs they serve, nor of any
 // provider's wire format or concrete tool.
 package orchestrator
