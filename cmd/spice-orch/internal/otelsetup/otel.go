@@ -108,7 +108,7 @@ func Start(ctx context.Context, env Env, metrics bool, providers map[string]stri
 	return &Session{Providers: ps, Telemetry: tel}, nil
 }
 
-// observe adds the session to a pair's timeline as a best-effort
+// Observe adds the session to a pair's timeline as a best-effort
 // observer, and lets it read what the workers' providers say of
 // themselves: it never blocks or fails the pair.
 func (o *Session) Observe(cfg *orchestrator.Config) { o.Telemetry.Instrument(cfg) }
@@ -127,7 +127,7 @@ func WriteRecord(ctx context.Context, stderr io.Writer, st eventlog.Observer, cf
 	}
 }
 
-// shutdown flushes what is buffered, within ShutdownTimeout, and says
+// Shutdown flushes what is buffered, within ShutdownTimeout, and says
 // on stderr what could not be sent or drawn: telemetry never changes a
 // command's exit code.
 func (o *Session) Shutdown(stderr io.Writer) {

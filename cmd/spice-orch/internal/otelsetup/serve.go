@@ -55,7 +55,7 @@ func (o *Serve) ObserveScheduler(s *scheduler.Scheduler) error {
 	return nil
 }
 
-// metrics is the /metrics handler, nil when metrics are off
+// Metrics is the /metrics handler, nil when metrics are off
 // (OTEL_SDK_DISABLED=true).
 func (o *Serve) Metrics() http.Handler {
 	if o == nil || o.providers.Prometheus == nil {
@@ -64,16 +64,16 @@ func (o *Serve) Metrics() http.Handler {
 	return o.providers.Prometheus.Handler
 }
 
-// submitContext is server.Config.SubmitContext: the context a pair is
+// SubmitContext is server.Config.SubmitContext: the context a pair is
 // built under carries the remote span of the request's traceparent, for
 // the pair to continue: telemetry.ContinueRequest in the two halves the
 // server hands out, the request here and the new pair's ID at build
-// (Serve.pair), both before the pair is submitted.
+// (Serve.Pair), both before the pair is submitted.
 func (o *Serve) SubmitContext(ctx context.Context, r *http.Request) context.Context {
 	return telemetry.Extract(ctx, r.Header)
 }
 
-// pair attaches a Telemetry for one pair, before it is submitted, as a
+// Pair attaches a Telemetry for one pair, before it is submitted, as a
 // best-effort observer of its timeline, continuing the trace in ctx if
 // there is one. done, called once the pair has ended (its timeline closed
 // and drained), counts what it could not draw.
@@ -90,7 +90,7 @@ func (o *Serve) Pair(ctx context.Context, cfg *orchestrator.Config, providers ma
 	}, nil
 }
 
-// shutdown unregisters the gauges and flushes, within
+// Shutdown unregisters the gauges and flushes, within
 // ShutdownTimeout; what could not be sent is said on stderr.
 func (o *Serve) Shutdown(stderr io.Writer) {
 	_ = o.unregister()

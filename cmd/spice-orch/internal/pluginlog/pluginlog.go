@@ -51,7 +51,8 @@ type held struct {
 
 // Recorder collects the host's events (OnEvent must return quickly,
 // and the first one comes before the host is known) and records them in
-// the plugin log at flush points: after Build and after the host closed.
+// the plugin log at flush points: after compose.Build and after the host
+// closed.
 type Recorder struct {
 	now func() time.Time
 
