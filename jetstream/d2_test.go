@@ -33,10 +33,14 @@ type loopback struct {
 	models map[string]int
 	tools  map[string]int
 	held   bool
+	// freeze names a worker process whose tool calls are all held, each
+	// sent to frozen as it arrives.
+	freeze string
+	frozen chan string
 }
 
 func newLoopback(t *testing.T, hold string) *loopback {
-	l := &loopback{hold: hold, started: make(chan struct{}), models: map[string]int{}, tools: map[string]int{}}
+	l := &loopback{hold: hold, started: make(chan struct{}), models: map[string]int{}, tools: map[string]int{}, frozen: make(chan string, 64)}
 	l.srv = httptest.NewServer(http.HandlerFunc(l.serve))
 	t.Cleanup(l.srv.Close)
 	return l
@@ -50,7 +54,7 @@ func (l *loopback) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	key := string(b)
 	l.mu.Lock()
-	hold := false
+	hold, frozen := false, false
 	switch r.URL.Path {
 	case "/model":
 		l.models[key]++
@@ -58,8 +62,14 @@ func (l *loopback) serve(w http.ResponseWriter, r *http.Request) {
 		l.tools[key]++
 		hold = key == l.hold && !l.held
 		l.held = l.held || hold
+		frozen = l.freeze != "" && r.Header.Get(workerHeader) == l.freeze
 	}
 	l.mu.Unlock()
+	if frozen {
+		l.frozen <- key
+		<-r.Context().Done()
+		return
+	}
 	if hold {
 		// The call has started and never ends: the worker is killed.
 		close(l.started)
@@ -84,10 +94,11 @@ func (l *loopback) counts() (models, tools map[string]int) {
 
 // startPairWorker re-executes the test binary as a worker process that
 // plays pairs recording into the store at path.
-func startPairWorker(t *testing.T, url, name, path string, l *loopback, replay string) *exec.Cmd {
+func startPairWorker(t *testing.T, url, name, path string, l *loopback, replay string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envURL+"="+url, envName+"="+name, envStore+"="+path, envLoop+"="+l.srv.URL, envReplay+"="+replay)
+	cmd.Env = append(cmd.Env, env...)
 	if os.Getenv(envNoResume) != "" {
 		cmd.Env = append(cmd.Env, envNoResume+"=1")
 	}
@@ -118,7 +129,7 @@ func killDuringCall(t *testing.T, replay string) (job.Status, *loopback, string)
 	require.NoError(t, err)
 	tm := watchTerminals(t, b)
 	path := filepath.Join(t.TempDir(), "spice.db")
-	l := newLoopback(t, "c-reviewer")
+	l := newLoopback(t, "pair-d2/c-reviewer")
 
 	const jobID = "pair-d2"
 	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
@@ -161,7 +172,7 @@ func TestD2_RedeliveredPairResumesOnAnotherWorker(t *testing.T) {
 		require.Equal(t, 1, n, "model request %s was sent again", key)
 	}
 	require.Len(t, models, 4, "two requests a worker")
-	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 2}, tools)
+	require.Equal(t, map[string]int{"pair-d2/c-writer": 1, "pair-d2/c-reviewer": 2}, tools)
 
 	rd, err := store.OpenConfig(context.Background(), store.Config{Path: path, ReadOnly: true})
 	require.NoError(t, err)
@@ -194,7 +205,7 @@ func TestD2_KilledDuringAMutatingCallEndsUncertain(t *testing.T) {
 	require.Equal(t, orchestrator.ReasonUncertainCall, st.Reason, st.Error)
 	require.Contains(t, st.Error, "c-reviewer")
 	_, tools := l.counts()
-	require.Equal(t, map[string]int{"c-writer": 1, "c-reviewer": 1}, tools, "the uncertain call ran again")
+	require.Equal(t, map[string]int{"pair-d2/c-writer": 1, "pair-d2/c-reviewer": 1}, tools, "the uncertain call ran again")
 }
 
 // TestD2_ResumeFromStoreWithoutALiveRecord: a job whose pair the store

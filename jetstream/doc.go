@@ -36,10 +36,16 @@
 // A job delivered again after it started is never played from its start
 // again (D2): the worker takes the new attempt by compare-and-swap and
 // hands the job to WorkerConfig.Resume, which continues the pair from its
-// recorded timeline; ResumeFromStore does so from a SQLite store that
-// the worker shares with the one that stopped answering. Without a
-// Resume, or a record, the job ends failed with reason
-// job.ReasonInterrupted.
+// recorded timeline. ResumeFromEvents does so from the events stream, on
+// any machine: a Publisher returns from a tool.started only once it and
+// every event before it are stored, so the stream holds every call that
+// may have taken effect; the continuation is published to the same
+// subject, its first batch fenced on the subject's last message.
+// ResumeFromStore does so from a SQLite store that the worker shares with
+// the one that stopped answering, and ResumeFromStoreOrEvents takes the
+// store when it holds the pair and the stream otherwise, publishing
+// either continuation. Without a Resume, or a record, the job ends failed
+// with reason job.ReasonInterrupted.
 //
 // Every stream and bucket has explicit limits (messages, bytes, age, value
 // size), and publishing keeps a bounded number of acks in flight. The

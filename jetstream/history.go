@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -34,6 +35,18 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 			return store.PairRecord{}, err
 		}
 		rec.Events = append(rec.Events, store.Entry{Log: pairID, Event: e})
+	}
+	// The worker writes the job's terminal status after the pair's
+	// terminal is stored: until it has, the timeline says how it ended.
+	if n := len(rec.Events); n > 0 && (rec.Summary.Status == store.StatusRunning || rec.Summary.Status == StatusQueued) {
+		switch rec.Events[n-1].Event.Kind() {
+		case orchestrator.KindCompleted:
+			rec.Summary.Status = store.StatusCompleted
+		case orchestrator.KindFailed:
+			rec.Summary.Status = store.StatusFailed
+		case orchestrator.KindCancelled:
+			rec.Summary.Status = store.StatusCancelled
+		}
 	}
 	return rec, nil
 }

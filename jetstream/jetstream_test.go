@@ -86,6 +86,26 @@ type terminals struct {
 	marked int
 	stop   func()
 	done   chan struct{}
+	// changed is signalled after each terminal counted.
+	changed chan struct{}
+}
+
+// waitJobs blocks until n jobs have a terminal status.
+func (tm *terminals) waitJobs(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	for {
+		tm.mu.Lock()
+		have := len(tm.count)
+		tm.mu.Unlock()
+		if have >= n {
+			return
+		}
+		select {
+		case <-tm.changed:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d jobs ended: %v", have, n, ctx.Err())
+		}
+	}
 }
 
 // caughtUp writes a marker into the bucket and waits until the watch has
@@ -115,7 +135,8 @@ func watchTerminals(t *testing.T, b *Backend) *terminals {
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := b.kv.Watch(ctx, "s.>", jetstream.UpdatesOnly())
 	require.NoError(t, err)
-	tm := &terminals{b: b, count: map[string]int{}, marks: make(chan string, 16), stop: cancel, done: make(chan struct{})}
+	tm := &terminals{b: b, count: map[string]int{}, marks: make(chan string, 16), stop: cancel, done: make(chan struct{}),
+		changed: make(chan struct{}, 1)}
 	go func() {
 		defer close(tm.done)
 		defer func() { _ = w.Stop() }()
@@ -140,6 +161,10 @@ func watchTerminals(t *testing.T, b *Backend) *terminals {
 					tm.mu.Lock()
 					tm.count[st.ID]++
 					tm.mu.Unlock()
+					select {
+					case tm.changed <- struct{}{}:
+					default:
+					}
 				}
 			case <-ctx.Done():
 				return

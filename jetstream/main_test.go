@@ -29,6 +29,16 @@ const (
 	// envNoResume leaves WorkerConfig.Resume nil, to show what the
 	// tests of D2 prove fails without it.
 	envNoResume = "SPICE_JS_TEST_WORKER_NO_RESUME"
+	// envResume "events" makes a pair worker one of a fleet without a
+	// shared store: envStore, if set, is its own, and it resumes from
+	// the events stream; "fleet" likewise, publishing with the default
+	// batching; "either" resumes from envStore when it holds the pair
+	// and from the stream otherwise; "store" resumes from envStore only,
+	// as a worker did before it could resume from the stream, to show
+	// what the tests of resuming from the stream prove fails without it.
+	envResume = "SPICE_JS_TEST_WORKER_RESUME"
+	// envTag names the worker process to the loopback server.
+	envTag = "SPICE_JS_TEST_WORKER_TAG"
 )
 
 func TestMain(m *testing.M) {
@@ -51,8 +61,11 @@ func workerMain(url, name string) int {
 	}
 	defer nc.Close()
 	cfg := testConfig(nc, name)
-	if os.Getenv(envPlay) == "pairs" {
+	switch {
+	case os.Getenv(envPlay) == "pairs":
 		cfg = benchConfig(nc)
+	case name == chaosName:
+		cfg = chaosConfig(nc)
 	}
 	b, err := Open(ctx, cfg)
 	if err != nil {
@@ -68,21 +81,45 @@ func workerMain(url, name string) int {
 		}
 		wc.Play, wc.Pairs = pairPlay(b, rc), 4
 	}
-	if path := os.Getenv(envStore); path != "" {
-		st, err := store.Open(ctx, path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
+	if loop := os.Getenv(envLoop); loop != "" {
+		workerTag = os.Getenv(envTag)
+		var st *store.Store
+		if path := os.Getenv(envStore); path != "" {
+			if st, err = store.Open(ctx, path); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			defer st.Close()
 		}
-		defer st.Close()
-		replay := tool.Unsafe
-		if os.Getenv(envReplay) == "idempotent" {
+		var replay tool.Replay // "spec": the job's spec says
+		switch os.Getenv(envReplay) {
+		case "idempotent":
 			replay = tool.Idempotent
+		case "unsafe":
+			replay = tool.Unsafe
 		}
-		build := pairBuilder(st, os.Getenv(envLoop), replay)
+		build := pairBuilder(st, loop, replay)
 		wc.Play = playPair(build)
 		if os.Getenv(envNoResume) == "" {
 			wc.Resume = ResumeFromStore(st, build)
+		}
+		if mode := os.Getenv(envResume); mode != "" {
+			// Events reach the stream only at tool starts and terminals:
+			// what a resume finds there does not depend on timing. A
+			// fleet ("fleet") publishes as a worker does by default.
+			tc := TimelineConfig{Batch: MaxBatch, Linger: time.Hour}
+			if mode == "fleet" {
+				// Its pairs end by themselves: a drain waits for them.
+				tc, wc.Drain = TimelineConfig{}, 20*time.Second
+			}
+			wc.Play = playStreamed(b, build, tc)
+			switch {
+			case os.Getenv(envNoResume) != "", mode == "store":
+			case mode == "either":
+				wc.Resume = b.ResumeFromStoreOrEvents(st, build, pairBuilder(nil, loop, replay), tc)
+			default:
+				wc.Resume = b.ResumeFromEvents(pairBuilder(nil, loop, replay), tc)
+			}
 		}
 	}
 	fmt.Println("ready")
@@ -97,6 +134,15 @@ func workerMain(url, name string) int {
 // shares: a short AckWait, so that redelivery is quick.
 func testConfig(nc *nats.Conn, name string) Config {
 	return Config{Conn: nc, Name: name, MaxJobs: 10_000, MaxAge: time.Hour, AckWait: 500 * time.Millisecond, MaxDeliver: 3}
+}
+
+// chaosConfig is testConfig with a longer AckWait: on a loaded machine
+// a live worker's heartbeat must not be late enough to have its pair
+// taken from it.
+func chaosConfig(nc *nats.Conn) Config {
+	cfg := testConfig(nc, chaosName)
+	cfg.AckWait = 2 * time.Second
+	return cfg
 }
 
 func scripted(ctx context.Context, j job.Job) job.Report {

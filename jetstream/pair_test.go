@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,12 +32,19 @@ import (
 // request; its tool asks that server to do the write. The pair records
 // into a SQLite store that all worker processes of a test share.
 
+// workerTag names the worker process to the loopback server, in
+// workerHeader: the chaos test holds the calls of one worker.
+var workerTag string
+
+const workerHeader = "X-Spice-Worker"
+
 // post sends body to the test's loopback server and waits for its answer.
 func post(ctx context.Context, url, body string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set(workerHeader, workerTag)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -74,15 +82,27 @@ func (p *loopProvider) Stream(ctx context.Context, req model.Request) (model.Str
 	return enginetest.NewProvider(items).Stream(ctx, req)
 }
 
-// pairBuilder builds a job's pair as every worker process of a test does.
+// pairBuilder builds a job's pair as every worker process of a test does,
+// recording into st unless it is nil.
 func pairBuilder(st *store.Store, url string, replay tool.Replay) BuildFunc {
 	return func(_ context.Context, j job.Job) (orchestrator.Config, func(), error) {
+		var required []eventlog.Observer
+		if st != nil {
+			required = []eventlog.Observer{st}
+		}
+		replay := replay
+		if replay == 0 { // the spec says
+			replay = tool.Unsafe
+			if bytes.Contains(j.Spec, []byte("[idempotent]")) {
+				replay = tool.Idempotent
+			}
+		}
 		def, err := tool.NewDefinition(tool.DefinitionConfig{Name: "write", Effect: tool.Mutating, Replay: replay})
 		if err != nil {
 			return orchestrator.Config{}, nil, err
 		}
 		write := enginetest.Tool{Def: def, Fn: func(ctx context.Context, call tool.Call, _ tool.Reporter) (tool.Result, error) {
-			if err := post(ctx, url+"/tool", string(call.ID())); err != nil {
+			if err := post(ctx, url+"/tool", j.ID+"/"+string(call.ID())); err != nil {
 				return tool.Result{}, err
 			}
 			return tool.NewResult(call.ID(), "wrote")
@@ -95,7 +115,7 @@ func pairBuilder(st *store.Store, url string, replay tool.Replay) BuildFunc {
 			d, err := engine.NewDefinition(engine.DefinitionConfig{Name: role, Model: "m", System: role, MaxTurns: 4})
 			return workers.Config{Role: role, Definition: d, Engine: engine.Config{
 				Provider: &loopProvider{role: role, url: url}, IDs: &id.Counter{Prefix: j.ID + "/" + role + "/"},
-				Clock: engine.ClockFunc(time.Now), Required: []eventlog.Observer{st}}}, err
+				Clock: engine.ClockFunc(time.Now), Required: required}}, err
 		}
 		first, err := w("writer")
 		if err != nil {
@@ -107,7 +127,7 @@ func pairBuilder(st *store.Store, url string, replay tool.Replay) BuildFunc {
 		}
 		return orchestrator.Config{ID: j.ID, Plans: plans, Clock: engine.ClockFunc(time.Now), Pattern: orchestrator.Relay, Task: string(bytes.TrimSpace(j.Spec)),
 			First: first, Second: second,
-			Timeline: orchestrator.TimelineConfig{Required: []eventlog.Observer{st}, Journal: true}}, nil, nil
+			Timeline: orchestrator.TimelineConfig{Required: required, Journal: true}}, nil, nil
 	}
 }
 
@@ -120,6 +140,32 @@ func playPair(build BuildFunc) PlayFunc {
 			rep.Reason, rep.Error = "spec_refused", err.Error()
 			return rep
 		}
+		pair, err := orchestrator.Run(ctx, cfg)
+		if err != nil {
+			rep.Reason, rep.Error = "refused", err.Error()
+			return rep
+		}
+		return PairReport(rep, pair)
+	}
+}
+
+// playStreamed plays a job's pair from its start, its timeline published
+// to the events stream after the pair's own observers.
+func playStreamed(b *Backend, build BuildFunc, tc TimelineConfig) PlayFunc {
+	return func(ctx context.Context, j job.Job) job.Report {
+		rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
+		pub, err := b.Timeline(j.ID, tc)
+		if err != nil {
+			rep.Reason, rep.Error = "spec_refused", err.Error()
+			return rep
+		}
+		cfg, _, err := build(ctx, j)
+		if err != nil {
+			rep.Reason, rep.Error = "spec_refused", err.Error()
+			return rep
+		}
+		cfg.Timeline.Required = append(slices.Clone(cfg.Timeline.Required), pub)
+		defer func() { _ = pub.Flush(context.WithoutCancel(ctx)) }()
 		pair, err := orchestrator.Run(ctx, cfg)
 		if err != nil {
 			rep.Reason, rep.Error = "refused", err.Error()

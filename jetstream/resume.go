@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -32,6 +33,55 @@ type BuildFunc func(ctx context.Context, j job.Job) (cfg orchestrator.Config, cl
 // (it was played on another machine) ends failed with reason
 // job.ReasonInterrupted.
 func ResumeFromStore(st *store.Store, build BuildFunc) PlayFunc {
+	return resumeFromStore(st, build, nil)
+}
+
+// ResumeFromStoreOrEvents returns a WorkerConfig.Resume for a worker
+// that records into st: a pair that st holds is resumed from st, as
+// ResumeFromStore does, and any other from the events stream, as
+// ResumeFromEvents does with bare, which builds the pair without st. A
+// pair resumed from st has its timeline published too: first what st
+// recorded and the stream lacks (the batches its first worker had not
+// sent), then the continuation, so that a reader of the stream sees it
+// whole.
+func (b *Backend) ResumeFromStoreOrEvents(st *store.Store, build, bare BuildFunc, tc TimelineConfig) PlayFunc {
+	fromEvents := b.ResumeFromEvents(bare, tc)
+	fromStore := resumeFromStore(st, build, func(ctx context.Context, rec store.PairRecord) (*Publisher, error) {
+		return b.continuation(ctx, rec, tc)
+	})
+	return func(ctx context.Context, j job.Job) job.Report {
+		if _, err := st.Pair(ctx, j.ID); errors.Is(err, store.ErrNotFound) {
+			return fromEvents(ctx, j)
+		}
+		return fromStore(ctx, j)
+	}
+}
+
+// continuation returns a publisher of the pair's timeline that has
+// published what rec holds past the stream's last event, fenced on the
+// stream's last message.
+func (b *Backend) continuation(ctx context.Context, rec store.PairRecord, tc TimelineConfig) (*Publisher, error) {
+	have, err := b.stored(ctx, rec.Summary.ID)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := b.Timeline(rec.Summary.ID, tc)
+	if err != nil {
+		return nil, err
+	}
+	pub.last, pub.fence, pub.fenced = have.lastSeq, have.streamSeq, true
+	for _, en := range rec.Events {
+		if en.Event.Seq() <= have.lastSeq {
+			continue
+		}
+		if err := pub.Observe(ctx, en.Event); err != nil {
+			return nil, err
+		}
+	}
+	return pub, nil
+}
+
+func resumeFromStore(st *store.Store, build BuildFunc, publish func(context.Context, store.PairRecord) (*Publisher, error)) PlayFunc {
 	return func(ctx context.Context, j job.Job) job.Report {
 		rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
 		fail := func(reason string, err error) job.Report {
@@ -45,15 +95,35 @@ func ResumeFromStore(st *store.Store, build BuildFunc) PlayFunc {
 		if err != nil {
 			return fail("store", err)
 		}
+		// With publish, what rec holds and the stream lacks is
+		// published: for a pair that ended, once; for one that goes
+		// on, by the worker that claimed it, before its continuation.
+		var pub *Publisher
+		backfill := func() error {
+			if publish == nil {
+				return nil
+			}
+			var err error
+			pub, err = publish(ctx, rec)
+			return err
+		}
+		defer func() {
+			if pub != nil {
+				_ = pub.Flush(context.WithoutCancel(ctx))
+			}
+		}()
 		switch rec.Summary.Status {
 		case store.StatusCompleted:
 			// The pair ended before its worker could say so.
+			_ = backfill()
 			rep.State, rep.Reason = job.Completed, "completed"
 			return rep
 		case store.StatusCancelled:
+			_ = backfill()
 			rep.State, rep.Reason = job.Cancelled, job.ReasonCancelled
 			return rep
 		case store.StatusFailed:
+			_ = backfill()
 			return fail("failed", errors.New("the pair failed before its worker could say so"))
 		}
 		// Of two workers that find the pair, one continues it; a pair
@@ -63,6 +133,9 @@ func ResumeFromStore(st *store.Store, build BuildFunc) PlayFunc {
 				return fail(job.ReasonInterrupted, err)
 			}
 			return fail("store", err)
+		}
+		if err := backfill(); err != nil {
+			return fail("events", err)
 		}
 		timeline, runLogs, err := recorded(ctx, st, rec)
 		if err != nil {
@@ -74,6 +147,9 @@ func ResumeFromStore(st *store.Store, build BuildFunc) PlayFunc {
 		}
 		if closeFn != nil {
 			defer closeFn()
+		}
+		if pub != nil {
+			cfg.Timeline.Required = append(slices.Clone(cfg.Timeline.Required), pub)
 		}
 		pair, err := orchestrator.RunResumed(ctx, orchestrator.ResumeConfig{Pair: cfg, Timeline: timeline, RunLogs: runLogs})
 		if err != nil {

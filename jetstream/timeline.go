@@ -14,6 +14,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -80,9 +81,10 @@ type TimelineConfig struct {
 // travel in batches of consecutive sequences, each message's Nats-Msg-Id
 // naming the pair and its range, so that a batch published twice is
 // stored once. A batch is published when it is full, when Linger has
-// passed since its first event, and at the pair's terminal, which
-// Observe returns only once every batch of the pair is stored: a pair
-// that has ended has its whole timeline on the stream.
+// passed since its first event, at a tool.started and at the pair's
+// terminal; at those two Observe returns only once every batch of the
+// pair is stored: a tool call runs only once its start is on the
+// stream, and a pair that has ended has its whole timeline there.
 func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error) {
 	if err := id.Check("pair.id", pairID); err != nil {
 		return nil, err
@@ -116,6 +118,12 @@ type Publisher struct {
 	timer       *time.Timer
 	acks        []jetstream.PubAckFuture // batches published, not known stored
 	err         error                    // the first failure; every later Observe returns it
+	// With fenced, the first batch is stored only if the pair's
+	// subject's last message has stream sequence fence (0: none), so
+	// that a resumed pair continues exactly the timeline it was rebuilt
+	// from.
+	fence  uint64
+	fenced bool
 }
 
 // Observe adds e to the batch and publishes the batch when it is due.
@@ -142,8 +150,14 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	p.last = e.Seq()
 	p.n++
 	terminal := orchestrator.Terminal(e.Kind())
+	// A tool call runs after its tool.started returns: stored first,
+	// so that a worker resuming the pair from the stream finds every
+	// call that may have taken effect, and every model output before.
+	// A fenced first batch is stored (or refused) before any other is
+	// sent, so that nothing follows a refused one.
+	durable := e.Kind() == event.KindToolStarted || p.fenced
 	switch {
-	case terminal || p.n >= p.cfg.Batch:
+	case terminal || durable || p.n >= p.cfg.Batch:
 		p.flushLocked()
 	case p.n == 1:
 		if p.timer == nil {
@@ -152,7 +166,7 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 			p.timer.Reset(p.cfg.Linger)
 		}
 	}
-	if terminal {
+	if terminal || durable {
 		return p.settleLocked(ctx)
 	}
 	return p.err
@@ -175,6 +189,10 @@ func (p *Publisher) flushLocked() {
 	}
 	msg := nats.NewMsg(p.subject)
 	msg.Header.Set(nats.MsgIdHdr, p.pairID+"."+strconv.FormatUint(p.first, 10)+"-"+strconv.FormatUint(p.last, 10))
+	if p.fenced {
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(p.fence, 10))
+		p.fenced = false
+	}
 	msg.Data = p.buf
 	p.buf, p.n, p.first = nil, 0, 0
 	f, err := p.b.js.PublishMsgAsync(msg)

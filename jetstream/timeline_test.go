@@ -12,6 +12,7 @@ import (
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/store"
 )
 
 // playTimeline appends n events to a log whose required observer is pub,
@@ -108,7 +109,9 @@ func TestS1_TimelineOnJetStreamGapIsAnError(t *testing.T) {
 	cfg.MaxPairEvents = 2
 	b, err := Open(ctx, cfg)
 	require.NoError(t, err)
-	pub, err := b.Timeline("pair-1", TimelineConfig{Batch: 4, Linger: time.Millisecond})
+	// A linger longer than the test makes the batches full ones only, so
+	// the cut falls between events 8 and 9 however slow the machine is.
+	pub, err := b.Timeline("pair-1", TimelineConfig{Batch: 4, Linger: time.Hour})
 	require.NoError(t, err)
 	evs := playTimeline(t, ctx, "pair-1", pub, 16) // 4 messages; the first 2 are gone
 	_, err = collect(t, ctx, b, "pair-1", 0, false)
@@ -176,4 +179,25 @@ func BenchmarkTimelineBatch(b *testing.B) {
 			b.ReportMetric(float64(b.N*60)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// TestS1_HistoryEndsWithThePairsTimeline: a pair whose terminal is on the
+// events stream reads as ended even before its worker has written the
+// job's terminal status, with the status its terminal says, so that a
+// reader that stops at the terminal (serve's streams) never reports it
+// still running.
+func TestS1_HistoryEndsWithThePairsTimeline(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "hist"))
+	require.NoError(t, err)
+	_, err = b.Submit(ctx, job.Job{ID: "pair-1", Spec: []byte("x")})
+	require.NoError(t, err)
+	pub, err := b.Timeline("pair-1", TimelineConfig{})
+	require.NoError(t, err)
+	playTimeline(t, ctx, "pair-1", pub, 5)
+	rec, err := b.Pair(ctx, "pair-1")
+	require.NoError(t, err)
+	require.Len(t, rec.Events, 5)
+	require.Equal(t, store.StatusCompleted, rec.Summary.Status)
 }

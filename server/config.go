@@ -72,6 +72,9 @@ type Built struct {
 	Close func()
 	// Name is the spec's name, shown in lists and searched.
 	Name string
+	// Unpinned are the tools of the pair's plan whose code is not
+	// pinned (a streamable-HTTP MCP server's); the page marks them.
+	Unpinned []string
 }
 
 // BuildFunc turns a submission into a pair config. A mistake in the
@@ -187,6 +190,9 @@ type Config struct {
 	// Metrics, when set, is served at GET /metrics behind the same
 	// authentication as the API.
 	Metrics http.Handler
+	// PluginDev, when set, is a plugin under development that future pairs
+	// use: GET /v1/plugin-dev serves its state and the page shows it.
+	PluginDev PluginDev
 	// SubmitContext, when set, derives the context a submission is built
 	// under from its request (for example to continue a trace named by a
 	// traceparent header). It must not block.

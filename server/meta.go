@@ -24,6 +24,8 @@ type pairMeta struct {
 	Task string `json:"task,omitempty"`
 	// Systems maps each worker's role to its system prompt.
 	Systems map[string]string `json:"systems,omitempty"`
+	// Unpinned are the tools whose code is not pinned (Built.Unpinned).
+	Unpinned []string `json:"unpinned_tools,omitempty"`
 }
 
 func (s *Server) metaPath(pairID string) string {
@@ -32,7 +34,7 @@ func (s *Server) metaPath(pairID string) string {
 
 // writeMeta records m; a failure only loses what the page shows.
 func (s *Server) writeMeta(pairID string, m pairMeta) {
-	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 {
+	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 && len(m.Unpinned) == 0 {
 		return
 	}
 	b, err := json.Marshal(m)

@@ -120,7 +120,7 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page shows the task the pair works on: the spec's when no
 	// ?task= replaced it.
-	m := pairMeta{Name: built.Name, Task: task}
+	m := pairMeta{Name: built.Name, Task: task, Unpinned: built.Unpinned}
 	if c := built.Config; c != nil {
 		if m.Task == "" {
 			m.Task = c.Task

@@ -99,6 +99,7 @@ func (s *Server) table() []route {
 		{"GET", "/v1/pairs/{id}/events.jsonl", true, s.eventsJSONL},
 		{"GET", "/v1/examples", true, s.examples},
 		{"GET", "/v1/openapi.json", true, s.openAPI},
+		{"GET", "/v1/plugin-dev", true, s.pluginDev},
 		{"GET", "/{$}", false, s.index},
 		{"GET", "/assets/{file}", false, s.asset},
 		{"GET", "/login", false, s.loginPage},

@@ -31,6 +31,10 @@ type pairView struct {
 	// cancel is under way. A pair another process plays is followed from
 	// the store and cannot be cancelled here.
 	Cancellable bool `json:"cancellable"`
+
+	// UnpinnedTools are the pair's tools whose code is not pinned.
+	UnpinnedTools []string `json:"unpinned_tools,omitempty"`
+
 	// Waiting counts the pair's approval questions waiting for an answer
 	// (GET links.approvals lists them).
 	Waiting int   `json:"waiting"`
@@ -77,7 +81,7 @@ func linksOf(pairID string) links {
 func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) {
 	v := pairView{ID: pairID, Workers: []workerView{}, Links: linksOf(pairID)}
 	m := s.readMeta(pairID)
-	v.Name, v.Task = m.Name, m.Task
+	v.Name, v.Task, v.UnpinnedTools = m.Name, m.Task, m.Unpinned
 	var info scheduler.Info
 	var inMemory bool
 	e := s.lookup(pairID)

@@ -10,7 +10,9 @@
 // DrainTimeout for its calls in flight, then closed, or killed with the
 // calls still running. Close refuses new leases and stops every
 // generation within ShutdownTimeout. Retained plans, for LeaseExact, are
-// bounded.
+// bounded. Join makes one plan.Source of compiled tools and several
+// sources (a pair's tools over generations that pairs share, plugins
+// beside MCP servers): a joined lease holds a lease of each.
 //
 // It owns the bookkeeping only. It must not know what a unit is — a
 // process, a connection, a protocol — nor when or why a candidate is

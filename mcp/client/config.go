@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/tool"
 )
@@ -76,6 +78,11 @@ type Config struct {
 	// URL is a streamable-HTTP endpoint: http on a loopback address, or
 	// https. Such a server is unpinned.
 	URL string
+	// OAuth, for a URL, authorizes the requests when the server asks for
+	// it (the SDK's OAuth 2.1 authorization code flow,
+	// auth.AuthorizationCodeHandler); nil sends none, and a server that
+	// needs authorization is refused at connection.
+	OAuth auth.OAuthHandler
 
 	// Tools is the operator's word on each tool, by MCP tool name.
 	Tools map[string]ToolConfig
@@ -122,6 +129,8 @@ func (c Config) normalize() (Config, error) {
 	switch {
 	case c.URL != "" && (c.Path != "" || c.Entry != nil || c.Lock != nil || len(c.Args) > 0 || len(c.Env) > 0):
 		return c, c.fail(ErrConfig, "give either a URL or a path, not both")
+	case c.URL == "" && c.OAuth != nil:
+		return c, c.fail(ErrConfig, "OAuth authorizes a URL's requests; a stdio server has none")
 	case c.URL != "":
 		if err := checkURL(c.URL); err != nil {
 			return c, c.fail(ErrURL, err.Error())

@@ -9,11 +9,13 @@
 // package proctree, as the plugin host does: in a new PID namespace when
 // the system allows it, else in its own process group. Close ends the
 // whole process tree, a descendant that left the group for its own
-// session included.
+// session included. A Node server runs a private copy of its verified
+// entry, handed to Node by a module hook in the entry's place.
 //
 // A streamable-HTTP server is reached by a loopback or HTTPS URL. Its code
 // cannot be pinned: Server.Pinned reports false, and its tools are
 // mutating and replay-unsafe unless the operator declares otherwise.
+// Config.OAuth, when set, authorizes its requests (the SDK's OAuth flow).
 //
 // Each tool definition (name, description, input schema, annotations) has
 // a digest; a Config may pin it, and a server that lists another

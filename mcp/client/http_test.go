@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/kernel/tool"
@@ -41,4 +44,21 @@ func TestM1_HTTPServerIsUnpinnedAndItsToolsMutatingUnlessDeclared(t *testing.T) 
 	res, err := exec1(t, context.Background(), s, "echo", map[string]string{"text": "over http"})
 	require.NoError(t, err)
 	require.Equal(t, "over http", res.Content())
+}
+
+func TestM4_OAuthAuthorizesOnlyAURL(t *testing.T) {
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: "http://localhost:3000/callback",
+		AuthorizationCodeFetcher: func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			return nil, errors.New("no person here")
+		},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{"http://localhost:3000/callback"}},
+		},
+	})
+	require.NoError(t, err)
+	cfg := fixtureConfig(t)
+	cfg.OAuth = h
+	_, err = Connect(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrConfig)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,40 @@ func TestM1_ServerEverythingOverStdio(t *testing.T) {
 	require.Contains(t, res.Content(), "ping")
 	require.NoError(t, s.Close())
 	require.False(t, running(s.PID()))
+}
+
+// A file renamed over a Node server's entry after it was verified does
+// not run: Node runs the private copy of the verified bytes.
+func TestM1_NodeRunsThePinnedEntryNotAFileRenamedOverIt(t *testing.T) {
+	fs := npmServer(t, "server-filesystem")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	entry := filepath.Join(dir, "server.mjs")
+	require.NoError(t, os.WriteFile(entry, []byte("import "+strconv.Quote(fs.Entry.Path)+";\n"), 0o600))
+	d, err := Digest(entry)
+	require.NoError(t, err)
+	cfg := fs
+	cfg.Name, cfg.Entry, cfg.Lock, cfg.Args = "renamed", &FilePin{Path: entry, SHA256: d}, nil, []string{dir}
+
+	testAfterVerify = func() {
+		tmp := entry + ".new"
+		require.NoError(t, os.WriteFile(tmp, []byte("process.exit(7);\n"), 0o600))
+		require.NoError(t, os.Rename(tmp, entry))
+	}
+	t.Cleanup(func() { testAfterVerify = nil })
+	s := connect(t, cfg)
+	var names []string
+	for _, in := range s.Info() {
+		names = append(names, in.Name)
+	}
+	require.Contains(t, names, "write_file", "the pinned entry runs the filesystem server")
+	require.NotNil(t, s.entry)
+	private := s.entry.dir
+	require.FileExists(t, filepath.Join(private, "entry"))
+	require.NoError(t, s.Close())
+	require.False(t, running(s.PID()))
+	require.NoDirExists(t, private, "the private copy ends with the server")
+	b, err := os.ReadFile(entry)
+	require.NoError(t, err)
+	require.Equal(t, "process.exit(7);\n", string(b), "the rename happened")
 }

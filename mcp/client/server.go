@@ -57,6 +57,8 @@ type Server struct {
 	treeMu sync.Mutex
 	tree   []proctree.Proc // descendants seen, ended with the server
 
+	entry *nodeEntry // a Node server's private entry; nil otherwise
+
 	closeOnce sync.Once
 	closing   chan struct{}
 	changed   chan struct{} // one pending tools/list_changed
@@ -79,12 +81,16 @@ func Connect(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 		defer closeAll(files...)
-		transport, err = s.start(files[0])
+		if testAfterVerify != nil {
+			testAfterVerify()
+		}
+		transport, err = s.start(files)
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{}, MaxEventSize: cfg.MaxMessageBytes}
+		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{}, MaxEventSize: cfg.MaxMessageBytes,
+			OAuthHandler: cfg.OAuth}
 	}
 	if err := s.init(ctx, transport, files); err != nil {
 		s.stop(0)
@@ -96,6 +102,11 @@ func Connect(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// testAfterVerify, set by tests, runs between the check of the pinned
+// files and the start: where another process could rename a file over a
+// checked one.
+var testAfterVerify func()
 
 // verifyFiles opens and checks every pinned file: what is executed first,
 // then the entry and the lock file.
@@ -151,10 +162,12 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// start executes the verified open file f in a new process group with
-// exactly the configured arguments and environment.
-func (s *Server) start(f *os.File) (sdk.Transport, error) {
+// start executes the verified open file files[0] in a new process group
+// with exactly the configured arguments and environment; a Node server
+// runs the private copy of its verified entry, files[1].
+func (s *Server) start(files []*os.File) (sdk.Transport, error) {
 	c := s.cfg
+	f := files[0]
 	if execPath == "" || !proctree.Supported {
 		return nil, c.fail(ErrStartup, "stdio servers need Linux")
 	}
@@ -173,7 +186,16 @@ func (s *Server) start(f *os.File) (sdk.Transport, error) {
 		return nil, &ConnectError{Server: c.Name, Kind: ErrStartup, Err: err}
 	}
 	args := []string{c.Path}
-	if c.Entry != nil {
+	switch {
+	case c.Entry != nil && isNode(c.Path):
+		ne, err := privateEntry(c, files[1])
+		if err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, err
+		}
+		s.entry = ne
+		args = append(args, ne.args...)
+	case c.Entry != nil:
 		args = append(args, c.Entry.Path)
 	}
 	args = append(args, c.Args...)
@@ -187,6 +209,7 @@ func (s *Server) start(f *os.File) (sdk.Transport, error) {
 	// Close ends the whole tree.
 	if err := proctree.Start(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
+		s.entry.remove()
 		return nil, &ConnectError{Server: c.Name, Kind: ErrStartup, Reason: "exec failed: " + err.Error(), Err: err}
 	}
 	closeAll(inR, outW, errW)
@@ -437,6 +460,7 @@ func (s *Server) stop(grace time.Duration) {
 	}
 	<-done
 	s.readers.Wait()
+	s.entry.remove()
 }
 
 // seeTree records the server's descendants while its process runs, so

@@ -12,6 +12,8 @@
 // set of its plan; a superseded generation drains: it refuses new calls
 // once no lease holds it, waits, bounded, for the calls in flight, and the
 // connection it shares with newer generations ends with the last of them.
+// Config.Approve, when set, must approve a candidate whose definitions
+// changed before it is activated (an operator's approval under serve).
 //
 // It must not know about runs, engines or pairs, nor about MCP beyond
 // what mcp/client offers.

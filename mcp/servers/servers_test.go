@@ -30,12 +30,12 @@ func fixtureConfig(t *testing.T) client.Config {
 	return client.Config{Name: "fixture", Path: exe, SHA256: d, Env: []string{envServe + "=1"}}
 }
 
-type events chan toolgen.Event
+type events chan Event
 
-func (e events) on(ev toolgen.Event) { e <- ev }
+func (e events) on(ev Event) { e <- ev }
 
 // next returns the next event of kind, skipping others.
-func (e events) next(t *testing.T, kind toolgen.EventKind) toolgen.Event {
+func (e events) next(t *testing.T, kind toolgen.EventKind) Event {
 	t.Helper()
 	timeout := time.NewTimer(20 * time.Second) // a bound on a wait, not a sleep
 	defer timeout.Stop()

@@ -63,6 +63,7 @@ func closedChan() chan struct{} {
 type unit struct {
 	c     *conn
 	tools []tool.Tool
+	infos []client.Info
 
 	mu       sync.Mutex
 	inFlight int
@@ -71,8 +72,8 @@ type unit struct {
 	once     sync.Once
 }
 
-func newUnit(c *conn, tools []tool.Tool) *unit {
-	u := &unit{c: c}
+func newUnit(c *conn, tools []tool.Tool, infos []client.Info) *unit {
+	u := &unit{c: c, infos: infos}
 	for _, t := range tools {
 		u.tools = append(u.tools, &counted{u: u, t: t})
 	}

@@ -45,9 +45,13 @@ func (d Diagnostic) String() string {
 
 // Build is one complete build in its content-addressed folder.
 type Build struct {
-	Path   string // Out/<SHA256>/<name>
-	SHA256 string
-	Took   time.Duration
+	Path   string // Out/<SHA256>/<name> of a Go plugin, Out/<SHA256>/exe of a Python plugin's launcher
+	SHA256 string // the pin: host.Config.SHA256
+	// Root and Files are the files a Python plugin loads (host.Config.Root
+	// and Files): Out/<SHA256>/root; empty for a Go plugin.
+	Root  string
+	Files []string
+	Took  time.Duration
 }
 
 // BuildError is a failed build with its diagnostics.

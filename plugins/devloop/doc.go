@@ -1,8 +1,14 @@
-// Package devloop is the plugin developer loop: it watches a Go plugin's
-// source folder, debounces bursts of saves, builds deterministically into
-// a content-addressed folder, pins and verifies the build, runs the
-// host-owned conformance suite against it and activates it as a new
-// generation of a host.Source for future leases.
+// Package devloop is the plugin developer loop: it watches a Go or a
+// Python plugin's source folder, debounces bursts of saves, builds
+// deterministically into a content-addressed folder, pins and verifies the
+// build, runs the host-owned conformance suite against it and activates it
+// as a new generation of a host.Source for future leases.
+//
+// A Python plugin's "build" copies its launcher and the files it loads
+// (its packages and its hash-locked lock file) into the folder named by
+// their pin, checks that every requirement of the lock carries a hash and
+// compiles every source with the launcher's interpreter, writing no
+// bytecode: a syntax error is a FILE:LINE diagnostic like a compiler's.
 //
 // A build runs with a fixed environment (no network, no cgo, read-only
 // module graph) and flags that leave no varying path or build ID in the

@@ -31,7 +31,7 @@ func pluginDir(t testing.TB, version, mode string) string {
 // it, which the loop sees as one change.
 func save(t testing.TB, dir, name, content string) {
 	t.Helper()
-	tmp := filepath.Join(dir, "."+name+".tmp")
+	tmp := filepath.Join(dir, filepath.Dir(name), "."+filepath.Base(name)+".tmp")
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -39,12 +39,18 @@ var errTooLarge = errors.New("devloop: the source tree is over its bound")
 
 // Config configures a Loop.
 type Config struct {
-	// Go is the absolute path of the go command.
+	// Go is the absolute path of the go command, which builds a Go
+	// plugin.
 	Go string
-	// Dir is the absolute folder of the plugin's main package.
+	// Python, when set, makes the plugin a Python plugin: its launcher
+	// and the files under Dir its pin covers. Go is then not used.
+	Python *Python
+	// Dir is the absolute folder of the plugin's main package, or of a
+	// Python plugin's files.
 	Dir string
 	// Out is the absolute folder of the content-addressed builds:
-	// Out/<sha256>/<base name of Dir>. It may be inside Dir; it is not
+	// Out/<sha256>/<base name of Dir> of a Go plugin, Out/<pin>/exe and
+	// Out/<pin>/root/ of a Python plugin. It may be inside Dir; it is not
 	// watched.
 	Out string
 	// Debounce is how long the source must stay unchanged before a
@@ -58,7 +64,7 @@ type Config struct {
 	// ProtocolCases.
 	Cases []string
 	// Plugin is the template of every generation's host.Config (its
-	// bounds and Env); Path and SHA256 are each build's.
+	// bounds and Env); Path, SHA256, Root and Files are each build's.
 	Plugin host.Config
 	// PlanPrefix and Compiled configure the host.Source: plans are
 	// PlanPrefix-1, -2, ... of the compiled tools plus the plugin's.
@@ -100,7 +106,11 @@ type Report struct {
 	File      string // Changed: the file, relative to Dir
 	SHA256    string // the candidate's digest, once built
 	Path      string // the candidate's executable, once built
-	Stage     Stage  // Failed
+	// Root and Files are a Python candidate's files, once built
+	// (host.Config.Root and Files).
+	Root  string
+	Files []string
+	Stage Stage // Failed
 	// Active is the generation serving future leases after this step,
 	// "" before the first activation.
 	Active      string
@@ -148,7 +158,7 @@ func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 // Loop is the developer loop over one plugin.
 type Loop struct {
 	cfg Config
-	b   *Builder
+	b   builder
 	n   int // candidates, from the loop's goroutine only
 
 	mu        sync.Mutex
@@ -182,7 +192,13 @@ func New(ctx context.Context, cfg Config) (*Loop, error) {
 	if cfg.PlanPrefix == "" {
 		cfg.PlanPrefix = DefaultPlanPrefix
 	}
-	b, err := NewBuilder(ctx, cfg.Go, cfg.Dir, cfg.Out)
+	var b builder
+	var err error
+	if cfg.Python != nil {
+		b, err = NewPythonBuilder(*cfg.Python, cfg.Dir, cfg.Out)
+	} else {
+		b, err = NewBuilder(ctx, cfg.Go, cfg.Dir, cfg.Out)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +317,7 @@ func (l *Loop) attempt(ctx context.Context) {
 		}
 		return
 	}
-	r.SHA256, r.Path = bd.SHA256, bd.Path
+	r.SHA256, r.Path, r.Root, r.Files = bd.SHA256, bd.Path, bd.Root, bd.Files
 	if after, err := l.sourceDigest(); err != nil || after != before {
 		r.Kind, r.Took = Discarded, time.Since(start)
 		l.report(r)
@@ -312,8 +328,7 @@ func (l *Loop) attempt(ctx context.Context) {
 		l.report(r)
 		return
 	}
-	hc := l.cfg.Plugin
-	hc.Path, hc.SHA256 = bd.Path, bd.SHA256
+	hc := hostConfig(l.cfg.Plugin, bd)
 	p, err := host.Launch(ctx, hc)
 	if err != nil {
 		fail(StageVerify, launchDiagnostics(err)...)
@@ -321,7 +336,7 @@ func (l *Loop) attempt(ctx context.Context) {
 	}
 	_ = p.Close()
 	rs, err := conformance.Run(ctx, conformance.Config{
-		Launcher: conformance.ProcessLauncher{Path: bd.Path, SHA256: bd.SHA256},
+		Launcher: conformance.ProcessLauncher{Path: bd.Path, SHA256: bd.SHA256, Root: bd.Root, Files: bd.Files},
 		Only:     l.cfg.Cases,
 	})
 	if err != nil {

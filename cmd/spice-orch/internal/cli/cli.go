@@ -13,6 +13,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 )
 
 // Exit codes.
@@ -40,6 +41,9 @@ type Env struct {
 	// wrapStore, set by this package's tests, stands between the pair and
 	// the store `run` opened (to make it refuse events).
 	wrapStore func(eventlog.Observer) eventlog.Observer
+	// mcpEvent, set by this package's tests, is told of every generation
+	// event of a pair's MCP servers as it happens.
+	mcpEvent func(servers.Event)
 }
 
 // exitError carries an exit code; err, if set, is printed to stderr.

@@ -18,7 +18,10 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	serveMCPIfAsked()
+	goleak.VerifyTestMain(m)
+}
 
 // call runs the command line in process with a private environment.
 func call(t *testing.T, vars map[string]string, args ...string) (stdout, stderr string, code int) {

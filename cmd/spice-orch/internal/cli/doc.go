@@ -37,11 +37,13 @@
 // arrived over HTTP or as a job may ask for, serve and jobworker are the
 // composition roots of `serve` and `worker`, otelsetup builds the
 // OpenTelemetry providers from --otel and the environment, and pluginlog
-// is the schema of the plugin log kept beside each pair timeline. This
-// package turns flags into their configurations and their errors into
-// exit codes. What it still composes itself is `run`'s own sequence
-// (store, recipe, plugin log, pauses, resume) and how `run` answers
-// approval questions from the terminal or --approve-from (approve.go).
+// and mcplog are the schemas of the plugin and MCP logs kept beside each
+// pair timeline. This package turns flags into their configurations and
+// their errors into exit codes. What it still composes itself is `run`'s
+// own sequence (store, recipe, plugin and MCP logs, pauses, resume), the
+// loop of `plugin dev` (whose --serve is a serve given the active build),
+// and how `run` answers approval questions from the terminal or
+// --approve-from (approve.go).
 //
 // The package must not reach below the packages it composes: building a
 // pair is compose's, decoding a spec is spec's, drawing a timeline is

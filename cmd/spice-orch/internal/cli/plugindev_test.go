@@ -112,3 +112,14 @@ func TestL3_PluginDevPlaysEachActivationAndNamesTheMistakesLine(t *testing.T) {
 	require.NoError(t, os.Rename(tmp, filepath.Join(dir, "main.go")))
 	out.await(t, "wordcount-c2 failed (build); wordcount-g1 stays active\nmain.go:"+strconv.Itoa(line)+": undefined: strings.Feilds\n")
 }
+
+// The serve of plugin dev runs a build of the working tree and has no
+// token: it listens on loopback only.
+func TestL3_PluginDevServesOnLoopbackOnly(t *testing.T) {
+	var out strings.Builder
+	code := Main(t.Context(), []string{"plugin", "dev", "--serve", "0.0.0.0:0", t.TempDir()},
+		Env{Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }})
+	require.Equal(t, 2, code, out.String())
+	require.Contains(t, out.String(), "--serve: ")
+	require.NotContains(t, out.String(), "watching")
+}

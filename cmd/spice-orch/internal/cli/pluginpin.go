@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,7 @@ A build that fails verification changes nothing.`,
 			if err := p.Close(); err != nil {
 				return failed(err)
 			}
-			if err := rewritePin(file, i, path, pin); err != nil {
+			if err := rewritePin(file, i, path, pin, ""); err != nil {
 				return failed(err)
 			}
 			_, err = fmt.Fprintf(env.Stdout, "%s: plugins[%d] pinned to %s %s (sha256 %s, was %s)\nruns started from now use it; running pairs finish on their generation\n",
@@ -78,8 +79,9 @@ func withPinFlag(cmd *cobra.Command, pin *string) *cobra.Command {
 }
 
 // rewritePin replaces the path and sha256 values of plugins[i] in the spec
-// file in place, keeping every other byte, and checks the result decodes.
-func rewritePin(file string, i int, path, pin string) error {
+// file in place, and its root when root is not "", keeping every other
+// byte, and checks the result decodes.
+func rewritePin(file string, i int, path, pin, root string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -88,23 +90,35 @@ func rewritePin(file string, i int, path, pin string) error {
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 {
 		return errors.New("cannot parse " + file)
 	}
-	pathNode, pinNode := pluginNodes(doc.Content[0], i)
-	if pathNode == nil || pinNode == nil {
-		return errors.New(file + ": plugins[" + strconv.Itoa(i) + "] has no path or sha256 to rewrite")
+	nodes := pluginNodes(doc.Content[0], i)
+	field := "plugins[" + strconv.Itoa(i) + "]"
+	if nodes["path"] == nil || nodes["sha256"] == nil {
+		return errors.New(file + ": " + field + " has no path or sha256 to rewrite")
+	}
+	values := map[string]string{"path": path, "sha256": pin}
+	if root != "" {
+		if nodes["root"] == nil {
+			return errors.New(file + ": " + field + " has no root to rewrite: a Python plugin's entry names its root and files")
+		}
+		values["root"] = root
 	}
 	lines := strings.SplitAfter(string(data), "\n")
-	// The later node first, so the earlier one's column stays right.
-	first, second := pathNode, pinNode
-	if second.Line < first.Line || second.Line == first.Line && second.Column < first.Column {
-		first, second = second, first
+	// The later nodes first, so that an earlier one's column stays right.
+	var order []*yaml.Node
+	byNode := map[*yaml.Node]string{}
+	for k, v := range values {
+		order = append(order, nodes[k])
+		byNode[nodes[k]] = v
 	}
-	for _, n := range []*yaml.Node{second, first} {
-		v := path
-		if n == pinNode {
-			v = pin
+	slices.SortFunc(order, func(a, b *yaml.Node) int {
+		if a.Line != b.Line {
+			return b.Line - a.Line
 		}
-		if err := replaceScalar(lines, n, v); err != nil {
-			return errors.New(file + ": " + err.Error() + "; edit plugins[" + strconv.Itoa(i) + "] by hand")
+		return b.Column - a.Column
+	})
+	for _, n := range order {
+		if err := replaceScalar(lines, n, byNode[n]); err != nil {
+			return errors.New(file + ": " + err.Error() + "; edit " + field + " by hand")
 		}
 	}
 	out := strings.Join(lines, "")
@@ -118,22 +132,25 @@ func rewritePin(file string, i int, path, pin string) error {
 	return os.Rename(tmp, file)
 }
 
-func pluginNodes(root *yaml.Node, i int) (path, pin *yaml.Node) {
+// pluginNodes returns the scalar values of plugins[i]'s path, sha256 and
+// root, by key.
+func pluginNodes(root *yaml.Node, i int) map[string]*yaml.Node {
+	nodes := map[string]*yaml.Node{}
 	for k := 0; k+1 < len(root.Content); k += 2 {
 		if root.Content[k].Value != "plugins" || root.Content[k+1].Kind != yaml.SequenceNode || i >= len(root.Content[k+1].Content) {
 			continue
 		}
 		entry := root.Content[k+1].Content[i]
 		for j := 0; j+1 < len(entry.Content); j += 2 {
-			switch entry.Content[j].Value {
-			case "path":
-				path = entry.Content[j+1]
-			case "sha256":
-				pin = entry.Content[j+1]
+			switch key := entry.Content[j].Value; key {
+			case "path", "sha256", "root":
+				if entry.Content[j+1].Kind == yaml.ScalarNode {
+					nodes[key] = entry.Content[j+1]
+				}
 			}
 		}
 	}
-	return path, pin
+	return nodes
 }
 
 // replaceScalar swaps the scalar n for v in the same style.

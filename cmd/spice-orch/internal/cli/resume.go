@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"os"
@@ -103,6 +104,7 @@ type resumeJob struct {
 	planID    plan.ID
 	digests   map[string]string // plugin name -> SHA-256 the pair's plan ran
 	pluginSeq uint64            // the plugin log's last sequence
+	mcpSeq    uint64            // the MCP log's last sequence
 }
 
 func newResumeCmd(env Env, f *runsFlags) *cobra.Command {
@@ -285,6 +287,11 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 		return r, failed(err)
 	}
 	rj.pluginSeq = uint64(len(plugins))
+	mcps, err := logLines(ctx, st, mcplog.Name(rj.pairID))
+	if err != nil {
+		return r, failed(err)
+	}
+	rj.mcpSeq = uint64(len(mcps))
 	rj.digests = map[string]string{}
 	for _, l := range plugins {
 		var e struct {

@@ -18,12 +18,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/bound"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/store"
@@ -245,6 +247,7 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	var rec *recording
 	var plugins *pluginlog.Recorder
+	var mcps *mcplog.Recorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -261,6 +264,19 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 				return failed(err)
 			}
 			opts.PluginEvents = plugins.OnEvent
+		}
+		if len(s.MCPServers) > 0 {
+			var after uint64
+			if rj != nil {
+				after = rj.mcpSeq
+			}
+			if mcps, err = mcplog.NewRecorder(pairID, o, time.Now, after); err != nil {
+				return failed(err)
+			}
+			opts.MCPEvents = mcps.OnEvent
+			if env.mcpEvent != nil {
+				opts.MCPEvents = func(e servers.Event) { mcps.OnEvent(e); env.mcpEvent(e) }
+			}
 		}
 		if rj == nil {
 			// Beside the pair's events, not one of them: straight to
@@ -289,6 +305,11 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		return failed(err)
 	}
 	defer built.Close()
+	if mcps != nil {
+		if err := mcps.Flush(ctx); err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if plugins != nil {
 		plugins.SetLookup(built.PluginPlan)
 		// The first plan's activation: recorded before the pair starts,
@@ -346,6 +367,15 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		return failed(err)
 	}
 	_, werr := pair.Wait(context.Background())
+	if mcps != nil {
+		// Closing the servers drains their generations: their last events.
+		built.Close()
+		err := mcps.Flush(context.Background())
+		err = errors.Join(err, mcps.Close(context.Background()))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
+		}
+	}
 	if plugins != nil {
 		// Closing the host drains its generations: their last events.
 		built.Close()

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/server"
@@ -44,6 +46,8 @@ type serveFlags struct {
 	// nats, or embeddedNATS (a storage directory) with natsListen, hands
 	// the pairs to workers through JetStream instead of the scheduler.
 	nats, embeddedNATS, natsListen, natsName string
+	// mcp is a spec file whose mcp_servers every pair shares.
+	mcp string
 }
 
 // serveHooks are what tests add to a server: observers of every pair
@@ -60,6 +64,12 @@ type serveHooks struct {
 	built func(cfg *orchestrator.Config)
 	// question is told of each approval question once it is pending.
 	question func(orchestrator.Approval)
+	// plugin, from plugin dev --serve, is the plugin every new pair
+	// launches (its active build) and pluginDev what the page shows of it.
+	plugin    func() (spec.Plugin, bool)
+	pluginDev server.PluginDev
+	// mcpEvent is told of every generation event of the --mcp servers.
+	mcpEvent func(servers.Event)
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -147,6 +157,7 @@ JetStream's events stream, the same frames as above.`,
 	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "where the --embedded-nats server listens for workers")
 	fl.StringVar(&f.natsName, "nats-backend", "spice", "the job backend's name on the NATS server (as worker --name)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
+	fl.StringVar(&f.mcp, "mcp", "", "connect the mcp_servers of this spec file once; every pair gets their current tools (docs/mcp.md)")
 	fl.IntVar(&f.keepPairs, "keep-workspaces", 0, "keep the workspaces of the newest N ended pairs, removing older ones (0: no count bound)")
 	fl.DurationVar(&f.keepFor, "keep-workspaces-for", 0, "remove an ended pair's workspace once it is older than this, e.g. 168h (0: no age bound)")
 	return cmd
@@ -191,9 +202,10 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 		Pace: f.pace, Demo: f.demo, AllowOpenAI: f.allowOpenAI, OTel: f.otel,
 		Approve: policy, ApproveTimeout: f.approveTimeout, KeepWorkspaces: f.keepPairs, KeepFor: f.keepFor,
 		NATS: f.nats, EmbeddedNATS: f.embeddedNATS, NATSListen: f.natsListen, NATSName: f.natsName,
+		MCP: f.mcp, Plugin: hooks.plugin, PluginDev: hooks.pluginDev,
 		Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: version(),
 		Hooks: serve.Hooks{Timeline: hooks.timeline, Ready: hooks.ready, Store: hooks.store, Setup: hooks.setup,
-			Built: hooks.built, Question: hooks.question},
+			Built: hooks.built, Question: hooks.question, MCPEvent: hooks.mcpEvent},
 	})
 	var ce *serve.ConfigError
 	if errors.As(err, &ce) {

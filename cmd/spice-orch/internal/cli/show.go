@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/store"
@@ -59,6 +60,11 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 		return failed(err)
 	}
 	showPlugins(out, pevs, rec.Runs)
+	mevs, err := mcplog.Read(ctx, st, s.ID)
+	if err != nil {
+		return failed(err)
+	}
+	showMCP(out, mevs)
 	uncertain(out, rec.Uncertain)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer

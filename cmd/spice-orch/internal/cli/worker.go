@@ -37,14 +37,17 @@ it, and record its terminal state. Each pair gets its own workspace under
 the server's events stream, from which 'serve --nats' streams it.
 
 A job is held with heartbeats while it plays. If this worker dies, the
-job is delivered to another worker after the ack wait, which resumes the
-pair from its recorded timeline when it finds it in its store (workers on
-one machine sharing one --store): from the last completed run, without
-asking a model again for a recorded answer. A mutating tool call that
-started without a recorded outcome is never run again: the job ends
-failed with reason "uncertain_tool_call", naming the call; a call to a
-tool declared idempotent runs again. A worker whose store does not hold
-the pair (another machine) ends the job failed with reason "interrupted".
+job is delivered to another worker after the ack wait, on any machine,
+which resumes the pair: from its store's record when it holds the pair
+(workers on one machine sharing one --store), and otherwise from the
+timeline the server's events stream holds. It goes on from the last
+completed run, without asking a model again for a recorded answer. A
+tool call's start is on the stream before the call runs, so a mutating
+call that started without a recorded outcome is never run again: the job
+ends failed with reason "uncertain_tool_call", naming the call; a call to
+a tool declared idempotent runs again. The resumed pair's events continue
+the same timeline on the stream. Files the pair's tools wrote stay in the
+first worker's workspace.
 
 On SIGTERM or SIGINT the worker stops fetching, lets the pairs it holds
 finish within --drain, cancels the rest and hands them back.`,

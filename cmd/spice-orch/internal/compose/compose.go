@@ -22,11 +22,12 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/kernel/tool"
-	"github.com/spice-orch/spice-orch/mcp/client"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/providers/scripted"
+	"github.com/spice-orch/spice-orch/toolgen"
 	"github.com/spice-orch/spice-orch/tools"
 	"github.com/spice-orch/spice-orch/workers"
 )
@@ -73,6 +74,15 @@ type Options struct {
 	// Journal is the directory where fs.write records the idempotency
 	// keys of its writes (tools.Config.Journal); "" keeps them in memory.
 	Journal string
+	// MCPEvents, when set and the spec lists MCP servers, is told of every
+	// generation event of the pair's MCP servers (servers.Config.OnEvent).
+	// It must return quickly.
+	MCPEvents func(servers.Event)
+	// SharedMCP, when set, is the MCP servers every pair of a server
+	// shares (serve --mcp): their current tools join the plan beside the
+	// compiled tools, and a list change there reaches the pairs built
+	// after it.
+	SharedMCP *servers.Source
 }
 
 // tools is the configuration of the compiled tools.
@@ -90,7 +100,10 @@ type Pair struct {
 
 	closers []func()
 	plugins *host.Source // nil without plugins
-	mcp     []*client.Server
+	// mcp are the pair's own MCP servers and the shared ones; joined
+	// joins them to the compiled tools and the plugins.
+	mcp    []*servers.Source
+	joined *toolgen.Joined
 	// defs are the plan's tool definitions: the compiled tools and, with
 	// plugins, theirs, which a scripted worker's calls are checked against.
 	defs map[string]tool.Definition
@@ -157,28 +170,51 @@ func Build(o Options) (*Pair, error) {
 	var ident plan.Identity
 	var defs map[string]tool.Definition
 	var err error
-	var extra []tool.Tool
 	if len(o.Spec.MCPServers) > 0 {
-		p.mcp, extra, err = connectMCP(context.Background(), o.Workspace, o.Spec.MCPServers)
+		src, err := connectMCP(context.Background(), o.Workspace, "mcp-"+o.PairID, o.Spec.MCPServers, o.MCPEvents)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range p.mcp {
-			p.closers = append(p.closers, func() { _ = s.Close() })
-		}
+		p.mcp = append(p.mcp, src)
+		p.closers = append(p.closers, func() { _ = src.Close() })
+	}
+	if o.SharedMCP != nil {
+		p.mcp = append(p.mcp, o.SharedMCP)
 	}
 	if len(o.Spec.Plugins) > 0 {
 		var src *host.Source
-		src, ident, defs, err = pluginPlan(o.tools(), "plan-"+o.PairID, o.Spec.Plugins, extra, o.PluginEvents)
+		src, ident, defs, err = pluginPlan(o.tools(), "plan-"+o.PairID, o.Spec.Plugins, o.PluginEvents)
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
 		plans, p.plugins = src, src
 		p.closers = append(p.closers, func() { _ = src.Close() })
-	} else if plans, ident, defs, err = buildPlan(o.tools(), "plan-"+o.PairID, extra); err != nil {
-		p.Close()
-		return nil, err
+	}
+	switch {
+	case len(p.mcp) > 0:
+		var compiled []tool.Tool
+		var sources []plan.Source
+		prefix := "plan-" + o.PairID
+		if p.plugins != nil {
+			sources, prefix = append(sources, p.plugins), prefix+"-mcp"
+		} else if compiled, err = tools.New(o.tools()); err != nil {
+			p.Close()
+			return nil, &ConfigError{err}
+		}
+		for _, m := range p.mcp {
+			sources = append(sources, m)
+		}
+		if p.joined, ident, defs, err = joinPlan(prefix, compiled, sources); err != nil {
+			p.Close()
+			return nil, err
+		}
+		plans = p.joined
+	case p.plugins == nil:
+		if plans, ident, defs, err = buildPlan(o.tools(), "plan-"+o.PairID); err != nil {
+			p.Close()
+			return nil, err
+		}
 	}
 	names := sortedNames(defs)
 	p.Plan, p.Tools, p.defs = ident, names, defs
@@ -227,13 +263,13 @@ func Build(o Options) (*Pair, error) {
 }
 
 // buildPlan makes the one plan of the pair: the compiled tools confined to
-// the workspace and the MCP servers' tools (extra), behind one dispatcher.
-func buildPlan(tc tools.Config, planID string, extra []tool.Tool) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
+// the workspace, behind one dispatcher.
+func buildPlan(tc tools.Config, planID string) (*plan.Memory, plan.Identity, map[string]tool.Definition, error) {
 	ts, err := tools.New(tc)
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: append(ts, extra...)})
+	d, err := tool.NewDispatcher(tool.DispatcherConfig{Tools: ts})
 	if err != nil {
 		return nil, plan.Identity{}, nil, err
 	}

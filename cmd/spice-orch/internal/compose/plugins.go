@@ -24,15 +24,14 @@ func PluginConfig(p spec.Plugin) host.Config {
 
 // pluginPlan makes the pair's plan source when the spec lists plugins: a
 // host.Source over the compiled tools and one verified generation of each
-// plugin (plans planID-1, planID-2, ...); extra tools (an MCP server's)
-// join every plan beside the compiled ones. A plugin that cannot be verified
+// plugin (plans planID-1, planID-2, ...). A plugin that cannot be verified
 // is a *ConfigError: the spec's pin or path is what the user fixes.
-func pluginPlan(tc tools.Config, planID string, ps []spec.Plugin, extra []tool.Tool, onEvent func(host.Event)) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
+func pluginPlan(tc tools.Config, planID string, ps []spec.Plugin, onEvent func(host.Event)) (*host.Source, plan.Identity, map[string]tool.Definition, error) {
 	compiled, err := tools.New(tc)
 	if err != nil {
 		return nil, plan.Identity{}, nil, &ConfigError{err}
 	}
-	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: append(compiled, extra...), OnEvent: onEvent}
+	cfg := host.SourceConfig{PlanPrefix: planID, Compiled: compiled, OnEvent: onEvent}
 	for _, p := range ps {
 		cfg.Plugins = append(cfg.Plugins, PluginConfig(p))
 	}
@@ -65,6 +64,13 @@ func (p *Pair) Generations() []host.GenerationInfo {
 func (p *Pair) PluginPlan(planID plan.ID) (host.GenerationPlan, bool) {
 	if p.plugins == nil {
 		return host.GenerationPlan{}, false
+	}
+	if p.joined != nil {
+		inner, ok := p.joined.Inner(planID)
+		if !ok {
+			return host.GenerationPlan{}, false
+		}
+		planID = inner[0]
 	}
 	return p.plugins.Plan(planID)
 }

@@ -77,21 +77,29 @@ func Run(ctx context.Context, cfg Config) error {
 		return rep
 	}
 	// A job delivered again after it started is resumed from this
-	// store's record of its pair, built again as play built it.
-	resume := jetstream.ResumeFromStore(cfg.Store, func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
-		built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: filepath.Join(cfg.DataDir, "workspaces", j.ID),
-			Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
-		if err != nil {
-			return orchestrator.Config{}, nil, err
+	// store's record of its pair when it holds it (workers sharing a
+	// store), and otherwise from the events stream, built again as play
+	// built it: without this store, which lacks the pair's beginning.
+	resumeBuild := func(bld *remotespec.Builder) jetstream.BuildFunc {
+		return func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
+			ws := filepath.Join(cfg.DataDir, "workspaces", j.ID)
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
+				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
+			if err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			return *built.Config, built.Close, nil
 		}
-		return *built.Config, built.Close, nil
-	})
+	}
+	resume := b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv}), jetstream.TimelineConfig{})
 	return b.Work(ctx, jetstream.WorkerConfig{Pairs: cfg.Pairs, Play: play, Resume: resume, Drain: cfg.Drain})
 }
 
-// discard is the timeline of a resumed pair: its continuation is
-// recorded in the worker's store only, since the events stream carries a
-// pair's timeline from its first event.
+// discard stands for the timeline of a resumed pair: the backend adds
+// its publisher.
 var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
 
 // playJob builds the job's pair from its spec and plays it to its end,

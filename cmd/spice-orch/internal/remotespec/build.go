@@ -12,12 +12,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
+	"github.com/spice-orch/spice-orch/toolgen"
 )
 
 // Builder turns a spec that arrived over HTTP into a pair. Such a spec is
@@ -42,6 +45,11 @@ type Builder struct {
 	Approve        orchestrator.ApprovalPolicy
 	ApproveTimeout time.Duration
 	Approvals      *orchestrator.Approvals
+	// Plugin, when set, is a plugin the operator adds to every pair
+	// (plugin dev --serve: its active build).
+	Plugin func() (spec.Plugin, bool)
+	// MCP, when set, are the MCP servers every pair shares (serve --mcp).
+	MCP *servers.Source
 }
 
 // Build is server.Config.Build: it decodes the request's spec, refuses
@@ -76,6 +84,14 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.Plugins) > 0 {
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
+	if len(s.MCPServers) > 0 {
+		return refuse("mcp_servers", "a spec sent over HTTP may not launch or reach MCP servers; the server's own (--mcp) serve every pair")
+	}
+	if b.Plugin != nil {
+		if p, ok := b.Plugin(); ok {
+			s.Plugins = append(s.Plugins, p)
+		}
+	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
 	appr := orchestrator.ApprovalConfig{Policy: b.Approve, Timeout: b.ApproveTimeout}
@@ -98,7 +114,9 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 			return refuse("workers["+strconv.Itoa(i)+"].openai.base_url", "a spec sent over HTTP may not choose the server a worker connects to")
 		}
 	}
-	if err := compose.Check(s); err != nil {
+	// With the server's MCP servers, the plan is known only once Build
+	// leases it, which checks the calls then.
+	if err := compose.Check(s); err != nil && b.MCP == nil {
 		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
 	}
 	// The feed comes right after the store, so it is told only what the
@@ -113,7 +131,7 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
 		Store: b.Store, Timeline: timeline, Getenv: b.Getenv,
-		Approval: appr, Broker: b.Approvals,
+		Approval: appr, Broker: b.Approvals, SharedMCP: b.MCP,
 	})
 	if err != nil {
 		var ce *compose.ConfigError
@@ -127,6 +145,10 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 		parent = trace.SpanContextFromContext(ctx)
 	}
 	otelsetup.WriteRecord(ctx, io.Discard, b.Record, &p.Config, parent)
+	if b.MCP != nil {
+		// A failure loses only this record.
+		_ = recordLeased(ctx, b.Store, req.PairID, p)
+	}
 	closeFn := p.Close
 	if b.OTel != nil {
 		drawn, err := b.OTel.Pair(ctx, &p.Config, otelsetup.ProviderNames(s))
@@ -139,7 +161,23 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.Built != nil {
 		b.Built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name}, nil
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned()}, nil
+}
+
+// recordLeased writes the pair's MCP log: one plan.leased event naming
+// the generations of the shared servers' plan it was built with, each
+// marked pinned or not.
+func recordLeased(ctx context.Context, st eventlog.Observer, pairID string, p *compose.Pair) error {
+	gens, ok := p.MCPPlan(p.Plan.ID)
+	if !ok {
+		return nil
+	}
+	r, err := mcplog.NewRecorder(pairID, st, time.Now, 0)
+	if err != nil {
+		return err
+	}
+	r.OnEvent(servers.Event{Event: toolgen.Event{Kind: mcplog.KindPlanLeased, Plan: p.Plan.ID}, Generations: gens})
+	return errors.Join(r.Flush(ctx), r.Close(ctx))
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.

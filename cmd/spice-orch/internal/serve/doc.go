@@ -1,7 +1,9 @@
 // Package serve is the composition root of `spice-orch serve`: from a
 // Config it opens the store, starts telemetry, a scheduler (or, with
 // NATS, the JetStream job backend, starting an embedded NATS server if
-// asked), the approval broker and a remotespec.Builder for the specs
+// asked), the approval broker, the MCP servers every pair shares (their
+// changed tool lists wait for the operator's approval under the
+// server's own questions) and a remotespec.Builder for the specs
 // clients send, assembles server.Server over them, settles the pairs an
 // earlier serve left, listens, offers the example specs and the demo
 // pair, and on SIGINT, SIGTERM or the end of its context shuts down so

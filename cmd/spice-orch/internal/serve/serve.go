@@ -18,8 +18,10 @@ import (
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/scheduler"
 	"github.com/spice-orch/spice-orch/server"
@@ -55,6 +57,14 @@ type Config struct {
 	// the pairs to workers through JetStream instead of the scheduler;
 	// NATSName is the job backend's name.
 	NATS, EmbeddedNATS, NATSListen, NATSName string
+	// MCP is a spec file whose mcp_servers every pair shares; it
+	// excludes NATS, whose workers would not reach them.
+	MCP string
+	// Plugin, when set, is the plugin every new pair launches (plugin
+	// dev --serve: its active build), and PluginDev what the page shows
+	// of it.
+	Plugin    func() (spec.Plugin, bool)
+	PluginDev server.PluginDev
 
 	// Stdout and Stderr take the server's messages to its operator;
 	// Getenv and Version are what telemetry reads of the process.
@@ -80,6 +90,8 @@ type Hooks struct {
 	Built func(cfg *orchestrator.Config)
 	// Question is told of each approval question once it is pending.
 	Question func(orchestrator.Approval)
+	// MCPEvent is told of every generation event of the MCP servers.
+	MCPEvent func(servers.Event)
 }
 
 // ConfigError is a configuration the server cannot run with: bad usage.
@@ -96,6 +108,9 @@ func usage(err error) error { return &ConfigError{Err: err} }
 // cannot run with is a *ConfigError, a telemetry setting it does not
 // understand an *otelsetup.UsageError.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.MCP != "" && (cfg.NATS != "" || cfg.EmbeddedNATS != "") {
+		return usage(errors.New("--mcp: pairs that workers play would not reach this server's MCP servers; use it without --nats"))
+	}
 	approvals, err := orchestrator.NewApprovals(orchestrator.ApprovalsConfig{OnQuestion: cfg.Hooks.Question})
 	if err != nil {
 		return err
@@ -140,6 +155,13 @@ func Run(ctx context.Context, cfg Config) error {
 		defer closeQueue()
 		queue = q
 	}
+	var mcp *sharedMCP
+	if cfg.MCP != "" {
+		if mcp, err = openMCP(ctx, cfg.MCP, cfg.Approve, cfg.ApproveTimeout, approvals, cfg.Hooks.MCPEvent); err != nil {
+			return err
+		}
+		defer mcp.close()
+	}
 	var sched *scheduler.Scheduler
 	if queue == nil {
 		if sched, err = scheduler.New(scheduler.Config{Pairs: cfg.Pairs, Queue: cfg.Queue, ModelOps: cfg.ModelOps, Retain: 16}); err != nil {
@@ -157,11 +179,12 @@ func Run(ctx context.Context, cfg Config) error {
 		rec = cfg.Hooks.Store(st)
 	}
 	b := &remotespec.Builder{Store: rec, Record: st, Getenv: cfg.Getenv, Pace: cfg.Pace, AllowOpenAI: cfg.AllowOpenAI, Extra: cfg.Hooks.Timeline,
-		OTel: tel, Built: cfg.Hooks.Built, Approve: cfg.Approve, ApproveTimeout: cfg.ApproveTimeout, Approvals: approvals}
+		OTel: tel, Built: cfg.Hooks.Built, Approve: cfg.Approve, ApproveTimeout: cfg.ApproveTimeout, Approvals: approvals,
+		Plugin: cfg.Plugin, MCP: mcp.source()}
 	scfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.Build, DataDir: dataDir,
 		Examples: Examples(), Token: cfg.Token, Hosts: cfg.Hosts, Approvals: approvals,
-		KeepWorkspaces: cfg.KeepWorkspaces, KeepWorkspaceAge: cfg.KeepFor,
+		KeepWorkspaces: cfg.KeepWorkspaces, KeepWorkspaceAge: cfg.KeepFor, PluginDev: cfg.PluginDev,
 	}
 	if queue != nil {
 		// Workers play the pairs: serve submits them to the queue and
