@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"sync"
 	"time"
 
@@ -54,8 +53,7 @@ type Server struct {
 	exited  chan struct{} // closed once the process was reaped; nil for HTTP
 	readers sync.WaitGroup
 
-	treeMu sync.Mutex
-	tree   []proctree.Proc // descendants seen, ended with the server
+	tree *proctree.Tree // the group and the descendants seen; nil for HTTP
 
 	entry *nodeEntry // a Node server's private entry; nil otherwise
 
@@ -214,6 +212,7 @@ func (s *Server) start(files []*os.File) (sdk.Transport, error) {
 	}
 	closeAll(inR, outW, errW)
 	s.cmd, s.pid, s.exited = cmd, cmd.Process.Pid, make(chan struct{})
+	s.tree = proctree.NewTree(s.pid, s.exited)
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)
@@ -442,21 +441,8 @@ func (s *Server) stop(grace time.Duration) {
 	} else {
 		close(done)
 	}
-	if s.exited != nil {
-		t := time.NewTimer(grace)
-		select {
-		case <-s.exited:
-		case <-t.C:
-		}
-		t.Stop()
-		s.seeTree()
-		proctree.KillGroup(s.pid)
-		s.treeMu.Lock()
-		tree := slices.Clone(s.tree)
-		s.treeMu.Unlock()
-		proctree.Kill(tree)
-		<-s.exited
-		proctree.WaitGone(s.pid, tree, killWait)
+	if s.tree != nil {
+		s.tree.End(grace, killWait)
 	}
 	<-done
 	s.readers.Wait()
@@ -467,15 +453,7 @@ func (s *Server) stop(grace time.Duration) {
 // that one that left the process group (setsid) is still ended after the
 // server exits.
 func (s *Server) seeTree() {
-	if s.pid <= 0 || s.dead() {
-		return
-	}
-	ds := proctree.Descendants(s.pid)
-	s.treeMu.Lock()
-	defer s.treeMu.Unlock()
-	for _, d := range ds {
-		if !slices.Contains(s.tree, d) {
-			s.tree = append(s.tree, d)
-		}
+	if s.tree != nil {
+		s.tree.See()
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,8 +53,7 @@ type Plugin struct {
 	readers    sync.WaitGroup
 	outR, errR *os.File // the read ends of stdout and stderr
 
-	treeMu sync.Mutex
-	tree   []proctree.Proc // descendants seen, ended with the plugin
+	tree *proctree.Tree // the group and the descendants seen; nil before the start
 
 	mu       sync.Mutex
 	inflight int           // calls between beginCall and endCall
@@ -165,6 +163,7 @@ func (p *Plugin) start(c pin.Copied) (<-chan lineResult, error) {
 	}
 	closeAll(inR, outW, errW)
 	p.cmd, p.pgid, p.stdin = cmd, cmd.Process.Pid, inW
+	p.tree = proctree.NewTree(p.pgid, p.exited)
 	go func() {
 		err := cmd.Wait()
 		p.waitErr = err
@@ -348,22 +347,7 @@ func (p *Plugin) stop(grace time.Duration) {
 	if p.stdin != nil {
 		p.stdin.Close()
 	}
-	if grace > 0 {
-		t := time.NewTimer(grace)
-		select {
-		case <-p.exited:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	p.seeTree()
-	proctree.KillGroup(p.pgid)
-	p.treeMu.Lock()
-	tree := slices.Clone(p.tree)
-	p.treeMu.Unlock()
-	proctree.Kill(tree)
-	<-p.exited
-	proctree.WaitGone(p.pgid, tree, killWait)
+	p.tree.End(grace, killWait)
 	if p.conn != nil {
 		p.conn.Close()
 	}
@@ -376,21 +360,8 @@ func (p *Plugin) stop(grace time.Duration) {
 // after the plugin exits. Inside a PID namespace the kernel ends them with
 // the plugin anyway.
 func (p *Plugin) seeTree() {
-	if p.pgid <= 0 {
-		return
-	}
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	ds := proctree.Descendants(p.pgid)
-	p.treeMu.Lock()
-	defer p.treeMu.Unlock()
-	for _, d := range ds {
-		if !slices.Contains(p.tree, d) {
-			p.tree = append(p.tree, d)
-		}
+	if p.tree != nil {
+		p.tree.See()
 	}
 }
 
