@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -75,6 +76,14 @@ type Built struct {
 	// Unpinned are the tools of the pair's plan whose code is not
 	// pinned (a streamable-HTTP MCP server's); the page marks them.
 	Unpinned []string
+	// Spec is the submitted spec as it may be shown: a JSON value with no
+	// secret in it. The pair resource carries it as its spec. Optional.
+	Spec json.RawMessage
+	// Redact, when set, is applied to every text of the submission that
+	// the server shows (the name, the task, the system prompts, the
+	// spec), to take out secrets of the host's that a client may have
+	// copied into it.
+	Redact func(string) string
 }
 
 // BuildFunc turns a submission into a pair config. A mistake in the

@@ -47,6 +47,9 @@ type feed struct {
 	// observer before the feed refused one): the feed stops copying, and
 	// streams are served from the store.
 	broken atomic.Bool
+	// ended is set once the feed is told a pair terminal: being after
+	// the store, it is then in the store.
+	ended atomic.Bool
 }
 
 func newFeed(pairID string, lag int) (*feed, error) {
@@ -64,6 +67,9 @@ func newFeed(pairID string, lag int) (*feed, error) {
 // Observe copies e. It never fails the pair: a feed that cannot follow
 // marks itself broken instead.
 func (f *feed) Observe(ctx context.Context, e eventlog.Event) error {
+	if orchestrator.Terminal(e.Kind()) {
+		f.ended.Store(true)
+	}
 	if f.broken.Load() {
 		return nil
 	}

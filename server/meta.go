@@ -26,6 +26,33 @@ type pairMeta struct {
 	Systems map[string]string `json:"systems,omitempty"`
 	// Unpinned are the tools whose code is not pinned (Built.Unpinned).
 	Unpinned []string `json:"unpinned_tools,omitempty"`
+	// Spec is the spec as Built.Spec showed it.
+	Spec json.RawMessage `json:"spec,omitempty"`
+}
+
+// redact applies the host's Built.Redact to what m shows. A spec that is
+// not JSON after it is dropped, and so is everything should redact panic:
+// what cannot be checked is not shown.
+func (m *pairMeta) redact(f func(string) string) {
+	if f == nil {
+		return
+	}
+	defer func() {
+		if recover() != nil {
+			*m = pairMeta{}
+		}
+	}()
+	m.Name, m.Task = f(m.Name), f(m.Task)
+	for role, sys := range m.Systems {
+		m.Systems[role] = f(sys)
+	}
+	if len(m.Spec) > 0 {
+		if b := []byte(f(string(m.Spec))); json.Valid(b) {
+			m.Spec = b
+		} else {
+			m.Spec = nil
+		}
+	}
 }
 
 func (s *Server) metaPath(pairID string) string {
@@ -34,7 +61,7 @@ func (s *Server) metaPath(pairID string) string {
 
 // writeMeta records m; a failure only loses what the page shows.
 func (s *Server) writeMeta(pairID string, m pairMeta) {
-	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 && len(m.Unpinned) == 0 {
+	if m.Name == "" && m.Task == "" && len(m.Systems) == 0 && len(m.Unpinned) == 0 && len(m.Spec) == 0 {
 		return
 	}
 	b, err := json.Marshal(m)

@@ -120,13 +120,14 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page shows the task the pair works on: the spec's when no
 	// ?task= replaced it.
-	m := pairMeta{Name: built.Name, Task: task, Unpinned: built.Unpinned}
+	m := pairMeta{Name: built.Name, Task: task, Unpinned: built.Unpinned, Spec: built.Spec}
 	if c := built.Config; c != nil {
 		if m.Task == "" {
 			m.Task = c.Task
 		}
 		m.Systems = map[string]string{c.First.Role: c.First.Definition.System(), c.Second.Role: c.Second.Definition.System()}
 	}
+	m.redact(built.Redact)
 	s.writeMeta(pairID, m)
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET

@@ -79,6 +79,20 @@ func (s *Server) resumeStore() (resumeStore, bool) {
 	return rs, ok
 }
 
+// resumable reports whether this server holds what resuming pairID
+// needs besides its record: it plays its pairs itself, the store can be
+// claimed, and the pair's journal file and workspace are here.
+func (s *Server) resumable(pairID string) bool {
+	if _, ok := s.resumeStore(); !ok {
+		return false
+	}
+	if fi, err := os.Stat(s.journalPath(pairID)); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(s.cfg.DataDir, "workspaces", pairID))
+	return err == nil && fi.IsDir()
+}
+
 // resumePair serves POST /v1/pairs/{id}/resume.
 func (s *Server) resumePair(w http.ResponseWriter, r *http.Request) {
 	var accept []id.Call

@@ -198,8 +198,11 @@ func (s *Server) follow(e *entry, built Built) {
 	}
 	if err != nil {
 		info = scheduler.Info{ID: e.jobID, State: scheduler.Failed, Err: err}
-	} else {
-		s.settle(e.id) // the terminal is in the store
+	} else if e.feed.ended.Load() {
+		// The terminal is in the store. A pair whose terminal the
+		// store did not take keeps its file: to the next server it is
+		// interrupted, and it can be resumed.
+		s.settle(e.id)
 	}
 	e.final = info
 	// Before the feed closes, so a stream's end follows the pruning.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -37,8 +38,14 @@ type pairView struct {
 
 	// Waiting counts the pair's approval questions waiting for an answer
 	// (GET links.approvals lists them).
-	Waiting int   `json:"waiting"`
-	Links   links `json:"links"`
+	Waiting int `json:"waiting"`
+	// Resumable: the pair is interrupted and this server can continue it
+	// (POST links.resume): it plays its pairs itself and holds what the
+	// pair was submitted with.
+	Resumable bool `json:"resumable"`
+	// Spec is the spec the pair was submitted with, without its secrets.
+	Spec  json.RawMessage `json:"spec,omitempty"`
+	Links links           `json:"links"`
 }
 
 type usageView struct {
@@ -68,11 +75,12 @@ type links struct {
 	EventsJSONL string `json:"events_jsonl"`
 	Cancel      string `json:"cancel"`
 	Approvals   string `json:"approvals"`
+	Resume      string `json:"resume"`
 }
 
 func linksOf(pairID string) links {
 	base := "/v1/pairs/" + pairID
-	return links{Self: base, Events: base + "/events", EventsJSONL: base + "/events.jsonl", Cancel: base + "/cancel", Approvals: base + "/approvals"}
+	return links{Self: base, Events: base + "/events", EventsJSONL: base + "/events.jsonl", Cancel: base + "/cancel", Approvals: base + "/approvals", Resume: base + "/resume"}
 }
 
 // describe builds the pair resource from what this server keeps in memory
@@ -81,7 +89,7 @@ func linksOf(pairID string) links {
 func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) {
 	v := pairView{ID: pairID, Workers: []workerView{}, Links: linksOf(pairID)}
 	m := s.readMeta(pairID)
-	v.Name, v.Task, v.UnpinnedTools = m.Name, m.Task, m.Unpinned
+	v.Name, v.Task, v.UnpinnedTools, v.Spec = m.Name, m.Task, m.Unpinned, m.Spec
 	var info scheduler.Info
 	var inMemory bool
 	e := s.lookup(pairID)
@@ -132,6 +140,7 @@ func (s *Server) describe(ctx context.Context, pairID string) (pairView, error) 
 	for i := range v.Workers {
 		v.Workers[i].System = m.Systems[v.Workers[i].Role]
 	}
+	v.Resumable = v.State == string(store.StatusInterrupted) && s.resumable(pairID)
 	return v, nil
 }
 

@@ -14,6 +14,11 @@
 //	└── ...                            each handoff: an event on the pair span,
 //	                                   and a link from the next run to the last
 //
+// A resumed pair's timeline, which starts at its pair.resumed, is drawn
+// as a trace of its own whose pair span links to the pair span of the
+// pair's first trace; a replay of the whole record draws one trace, in
+// which the runs the resume cut off end as interrupted.
+//
 // Span times are the events' own times and span IDs derive from the pair
 // and run IDs (IDGenerator), so a pair replayed from a store (ReplayJSON)
 // draws the same trace as it did live. What the timeline does not say is

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -41,6 +42,9 @@ type worker struct {
 	temp      float64
 	hasTemp   bool
 	maxTokens int64
+	// pattern is the pair's pattern, for the drawing of a resumed pair,
+	// whose timeline starts after its pair.started.
+	pattern string
 
 	mu    sync.Mutex
 	tools map[string]string     // tool name → description, from the requests
@@ -84,6 +88,7 @@ func (t *Telemetry) Instrument(cfg *orchestrator.Config) {
 			continue
 		}
 		w := describe(*wc.p)
+		w.pattern = cfg.Pattern.String()
 		t.addWorker(cfg.ID, wc.role, w)
 		*wc.p = &instrumented{Provider: *wc.p, w: w}
 	}
@@ -123,6 +128,21 @@ func (t *Telemetry) addWorker(pairID, role string, w *worker) {
 		delete(t.workers, t.workerOrder[0])
 		t.workerOrder = t.workerOrder[1:]
 	}
+}
+
+// takeAllWorkersLocked hands every worker Instrument learned of a pair
+// to its drawing, by role; t.mu held. A resumed timeline does not name
+// its roles before its runs start.
+func (t *Telemetry) takeAllWorkersLocked(pairID string) map[string]*worker {
+	out := make(map[string]*worker, 2)
+	for _, k := range t.workerOrder {
+		if role, ok := strings.CutPrefix(k, pairID+"\x00"); ok {
+			if w, ok := t.workers[k]; ok {
+				out[role] = w
+			}
+		}
+	}
+	return out
 }
 
 // takeWorkers hands the workers Instrument learned of a pair to its

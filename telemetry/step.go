@@ -18,7 +18,8 @@ const (
 	stepStart                        // pair.started
 	stepHandoff                      // pair.handoff
 	stepEnd                          // a pair terminal
-	stepNote                         // pair.model_output, pair.resumed: nothing to draw
+	stepResume                       // pair.resumed
+	stepNote                         // pair.model_output: nothing to draw
 )
 
 // step is one timeline event in the form the drawing reads, whether it
@@ -30,7 +31,8 @@ type step struct {
 	kind  string
 	at    time.Time
 
-	start   *pairStart // stepStart
+	start   *pairStart  // stepStart
+	resume  *pairResume // stepResume
 	handoff handoffStep
 	end     pairEnd
 
@@ -41,6 +43,14 @@ type step struct {
 
 type pairStart struct {
 	pairID, planID, fingerprint, pattern, first, second string
+}
+
+type pairResume struct {
+	pairID           string
+	fromSeq          uint64
+	resumes          int
+	boundary, worker string
+	runID            id.Run
 }
 
 type handoffStep struct {
@@ -102,7 +112,11 @@ func stepOf(e eventlog.Event, pl eventlog.Payload) (step, bool) {
 		if p.Limit != 0 {
 			st.end.limit = p.Limit.String()
 		}
-	case orchestrator.ModelOutput, orchestrator.Resumed:
+	case orchestrator.Resumed:
+		st.class = stepResume
+		st.resume = &pairResume{pairID: p.PairID, fromSeq: p.FromSeq, resumes: p.Resumes, boundary: p.Boundary,
+			worker: p.Worker, runID: p.RunID}
+	case orchestrator.ModelOutput:
 		st.class = stepNote
 	default:
 		return st, false

@@ -218,8 +218,9 @@ func (t *Telemetry) Stats() Stats {
 }
 
 // lookup returns the open pair of timeline key, opening one for a
-// pair.started (with the parent Continue registered); nil when the event
-// belongs to no open pair.
+// pair.started, or for the pair.resumed a resumed timeline starts with
+// (with the parent Continue registered); nil when the event belongs to
+// no open pair.
 func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -231,7 +232,7 @@ func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 		t.removeLocked(pt)
 		pt.abandonLocked(t, st.at, reasonLost)
 	}
-	if st.start == nil {
+	if st.start == nil && st.resume == nil {
 		return nil
 	}
 	for len(t.pairs) >= t.maxPairs {
@@ -240,8 +241,12 @@ func (t *Telemetry) lookup(key string, st *step) *pairTrace {
 		t.evicted.Add(1)
 		old.abandonLocked(t, old.lastAt, reasonLost)
 	}
-	pt := &pairTrace{key: key, parent: t.takeParent(st.start.pairID),
-		workers: t.takeWorkersLocked(st.start.pairID, st.start.first, st.start.second)}
+	var pt *pairTrace
+	if s := st.start; s != nil {
+		pt = &pairTrace{key: key, parent: t.takeParent(s.pairID), workers: t.takeWorkersLocked(s.pairID, s.first, s.second)}
+	} else {
+		pt = &pairTrace{key: key, parent: t.takeParent(st.resume.pairID), workers: t.takeAllWorkersLocked(st.resume.pairID)}
+	}
 	pt.el = t.order.PushBack(pt)
 	t.pairs[key] = pt
 	return pt

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"container/list"
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -108,10 +109,13 @@ func (pt *pairTrace) apply(t *Telemetry, st *step, live bool) bool {
 		pt.lost += st.seq - pt.lastSeq - 1
 		t.lost.Add(st.seq - pt.lastSeq - 1)
 	}
+	before := pt.lastAt
 	pt.lastSeq, pt.lastAt = st.seq, zeroTime(st.at)
 	switch st.class {
 	case stepStart:
 		pt.begin(t, st)
+	case stepResume:
+		pt.resumed(t, st, before)
 	case stepRun:
 		if pt.ctx == nil {
 			return false
@@ -152,6 +156,75 @@ func (pt *pairTrace) begin(t *Telemetry, st *step) {
 			attribute.String("spice_orch.plan.fingerprint", s.fingerprint),
 			attribute.StringSlice("spice_orch.pair.workers", []string{s.first, s.second}),
 		))
+}
+
+// resumed draws a pair.resumed. In a drawing that holds the pair from its
+// start (a replay of its whole record) the runs that were open were cut
+// off where the record ends: they end there, as interrupted, and the pair
+// span notes the resume. A drawing that starts here (the resumed pair,
+// live) is a trace of its own, whose pair span links to the span of the
+// pair it continues.
+func (pt *pairTrace) resumed(t *Telemetry, st *step, before time.Time) {
+	r := st.resume
+	attrs := []attribute.KeyValue{
+		attribute.Int64("spice_orch.pair.resumed_from_seq", int64(r.fromSeq)),
+		attribute.Int("spice_orch.pair.resumes", r.resumes),
+		attribute.String("spice_orch.pair.resume_boundary", r.boundary),
+	}
+	if r.runID != "" {
+		attrs = append(attrs, attribute.String("spice_orch.pair.restarted_run_id", string(r.runID)))
+	}
+	if pt.ctx != nil {
+		if before.IsZero() {
+			before = zeroTime(st.at)
+		}
+		pt.closeOpen(before, reasonInterrupted)
+		if pt.root != nil {
+			pt.root.AddEvent("pair.resumed", trace.WithTimestamp(zeroTime(st.at)), trace.WithAttributes(attrs...))
+		}
+		return
+	}
+	pt.pairID = r.pairID
+	for _, w := range pt.workers {
+		if w != nil && w.pattern != "" {
+			pt.pattern = w.pattern
+		}
+	}
+	pt.runs = make(map[runKey]*runSpan, 2)
+	pt.ops = make(map[opKey]*opSpan, 2)
+	base := context.Background()
+	if pt.parent.IsValid() {
+		base = trace.ContextWithRemoteSpanContext(base, pt.parent)
+	}
+	if t.tracer == nil {
+		pt.ctx = base
+		return
+	}
+	// The span of the pair as it was drawn first, with the IDs the
+	// package derives for it (IDGenerator): a pair that continued a
+	// caller's trace was drawn in that trace instead, which the resumed
+	// timeline does not name.
+	key := "pair\x00" + r.pairID
+	var tid trace.TraceID
+	sum := derive("trace", nil, key)
+	copy(tid[:], sum[:])
+	if !tid.IsValid() {
+		tid[0] = 1
+	}
+	first := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: deriveSpanID(tid, key), TraceFlags: trace.FlagsSampled, Remote: true})
+	name := opWorkflow
+	if pt.pattern != "" {
+		name += " " + pt.pattern
+	}
+	attrs = append(attrs, semconv.GenAIOperationNameInvokeWorkflow, semconv.GenAIConversationID(r.pairID))
+	if pt.pattern != "" {
+		attrs = append(attrs, semconv.GenAIWorkflowName(pt.pattern))
+	}
+	pt.ctx, pt.root = t.tracer.Start(withSpanKey(base, key+"\x00resume\x00"+strconv.Itoa(r.resumes)), name,
+		trace.WithTimestamp(zeroTime(st.at)),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithLinks(trace.Link{SpanContext: first, Attributes: []attribute.KeyValue{attribute.String("spice_orch.link", "resumed_pair")}}),
+		trace.WithAttributes(attrs...))
 }
 
 func (pt *pairTrace) relayed(t *Telemetry, st *step, live bool) {

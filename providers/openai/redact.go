@@ -96,3 +96,13 @@ func (r *redactor) tail(s string) int {
 	}
 	return len(s)
 }
+
+// RedactKey returns s with key replaced by "[redacted]" in each form
+// the provider looks for it in a server's text: as it is in any ASCII
+// case, base64 and base64url at any alignment, hex and percent-encoded.
+// A key shorter than 4 bytes is not looked for. Hosts use it to keep the
+// key out of what they show of a request.
+func RedactKey(s, key string) string {
+	r := newRedactor(key)
+	return r.redact(s)
+}

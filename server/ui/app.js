@@ -223,6 +223,11 @@ class PairView {
     $("timeline").textContent = "";
     $("raw-json").textContent = "";
     $("pair-notice").textContent = "";
+    $("pair-spec").textContent = "";
+    $("pair-spec-box").hidden = true;
+    $("resume").hidden = true;
+    $("resume-box").textContent = "";
+    $("resume-box").hidden = true;
     for (const id of ["pair-name", "pair-task", "pair-time", "slowest"]) $(id).textContent = "";
     $("waterfall").textContent = "";
     for (const i of [0, 1]) {
@@ -262,7 +267,13 @@ class PairView {
         $("pair-time").textContent = "started " + clock(data.started) +
           (data.ended ? " · took " + duration(Date.parse(data.ended) - Date.parse(data.started)) : "");
       }
-      if (data.state === "interrupted") this.interrupted();
+      // Marked once the stream has ended, so the marker follows the last
+      // event (finish marks it too).
+      if (data.state === "interrupted" && this.ended) this.interrupted();
+      this.showSpec(data.spec);
+      // Resume is offered for a pair the server says it can continue.
+      $("resume").hidden = !data.resumable;
+      $("resume").disabled = !data.resumable;
       (data.workers || []).forEach((w, i) => {
         if (i < 2 && !this.lanes.has(w.role)) this.setLane(i, w.role);
         if (w.system) {
@@ -426,6 +437,15 @@ class PairView {
         if (run) this.answers.set(run, p.text || "");
         const n = this.texts.get(p.operation_id);
         if (n) this.addSeq(n, e.seq);
+        return;
+      }
+      case "pair.resumed": {
+        const n = el("div", "block pair-event resumed", "pair resumed after sequence " + p.from_seq + " (resume " + p.resumes + ")" +
+          (p.boundary === "replay" ? " · restarting run " + shortID(p.run_id) + " of " + p.worker + " · " + p.served_model + " model output(s) and " + p.served_tools + " tool outcome(s) served from the record"
+            : " · after its last completed run") +
+          (p.accepted && p.accepted.length ? " · accepted as failed: " + p.accepted.join(", ") : ""));
+        this.place(n, -1, e.seq);
+        this.setState("running", "");
         return;
       }
       case "pair.completed":
@@ -720,6 +740,61 @@ function route() {
   refreshPairs();
 }
 
+// showSpec shows the spec the pair was submitted with (the server leaves
+// its secrets out), as text, with its workers and models in the summary.
+PairView.prototype.showSpec = function (spec) {
+  if (!spec || typeof spec !== "object") return;
+  const ws = Array.isArray(spec.workers) ? spec.workers : [];
+  $("pair-spec-summary").textContent = visible("spec · " + (spec.pattern || "") + " · " +
+    ws.map((w) => w.role + ": " + w.provider + (w.model ? " " + w.model : "")).join(" · "));
+  $("pair-spec").textContent = visible(JSON.stringify(spec, null, 2));
+  $("pair-spec-box").hidden = false;
+};
+
+// resumePair asks the server to continue an interrupted pair, accepting
+// the named uncertain calls as failed. A refusal is shown with its code;
+// an uncertain call is named, with a button to accept it once checked.
+async function resumePair(accept) {
+  if (!view) return;
+  const v = view;
+  const box = $("resume-box");
+  $("resume").disabled = true;
+  box.textContent = "";
+  box.hidden = true;
+  const body = accept && accept.length ? JSON.stringify({ accept_uncertain: accept }) : undefined;
+  const { status, data } = await api("POST", "/v1/pairs/" + encodeURIComponent(v.id) + "/resume", body, body ? "application/json" : undefined);
+  if (view !== v) return;
+  if (status === 202) {
+    v.resumed();
+    return;
+  }
+  const e = (data && data.error) || { code: "http_" + status, message: "resume: HTTP " + status };
+  box.appendChild(el("p", "error resume-refused", "Resume refused: " + (e.code || "") + (e.message ? ": " + e.message : "")));
+  if (e.code === "uncertain_tool_call" && e.call) {
+    const b = el("button", "accept-uncertain", "Accept call " + e.call + " as failed and resume");
+    b.type = "button";
+    b.addEventListener("click", () => resumePair([e.call]));
+    box.appendChild(b);
+  }
+  box.hidden = false;
+  v.fetchState();
+}
+
+// resumed follows the pair again after a resume: the stream goes on
+// after the last event shown.
+PairView.prototype.resumed = function () {
+  // The pair.resumed block says where it stopped and went on.
+  document.querySelectorAll("#timeline .interrupted-marker").forEach((n) => n.remove());
+  this.ended = false;
+  this.terminal = false;
+  this.marked = false;
+  delete document.body.dataset.streamEnded;
+  $("resume").hidden = true;
+  this.connect(this.last);
+  this.fetchState();
+  refreshPairs();
+};
+
 async function cancelPair() {
   if (!view) return;
   $("cancel").disabled = true;
@@ -737,6 +812,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (v !== "") $("spec").value = examples[Number(v)].spec;
   });
   $("cancel").addEventListener("click", cancelPair);
+  $("resume").addEventListener("click", () => resumePair([]));
   $("more").addEventListener("click", morePairs);
   $("filter").addEventListener("submit", (ev) => { ev.preventDefault(); resetList(); });
   let typing = 0;

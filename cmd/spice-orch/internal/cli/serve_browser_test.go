@@ -89,6 +89,16 @@ func startTestServerHooks(t *testing.T, wrap func(eventlog.Observer) eventlog.Ob
 // startTestServerWith is startTestServerHooks with flags changed by mod.
 func startTestServerWith(t *testing.T, mod func(*serveFlags), wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
 	t.Helper()
+	return startTestServerEnv(t, nil, mod, wrap, gates...)
+}
+
+// startTestServerEnv is startTestServerWith with the environment getenv
+// reads (nil: an empty one).
+func startTestServerEnv(t *testing.T, getenv func(string) string, mod func(*serveFlags), wrap func(eventlog.Observer) eventlog.Observer, gates ...*browserGate) *testServer {
+	t.Helper()
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	dir := t.TempDir()
 	ts := &testServer{gates: gates, done: make(chan error, 1), dir: dir}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,7 +124,7 @@ func startTestServerWith(t *testing.T, mod func(*serveFlags), wrap func(eventlog
 		mod(&f)
 	}
 	go func() {
-		ts.done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
+		ts.done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: getenv}, f, hooks)
 	}()
 	select {
 	case ts.url = <-ready:

@@ -136,6 +136,10 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 	cases := map[string]struct{ spec, field, msg string }{
 		"plugins": {"version: 1\npattern: relay\nplugins:\n  - path: " + exe + "\n    sha256: " + hex.EncodeToString(sum[:]) + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
 			"plugins", "request.yaml:3: plugins: a spec sent over HTTP may not launch plugins"},
+		"mcp_servers": {"version: 1\npattern: relay\nmcp_servers:\n  - name: x\n    path: " + exe + "\n    sha256: " + hex.EncodeToString(sum[:]) + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
+			"mcp_servers", "request.yaml:3: mcp_servers: a spec sent over HTTP may not name MCP servers"},
+		"mcp url": {"version: 1\npattern: relay\nmcp_servers:\n  - name: x\n    url: http://127.0.0.1:1/mcp\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
+			"mcp_servers", "request.yaml:3: mcp_servers: a spec sent over HTTP may not name MCP servers"},
 		"workspace": {"version: 1\npattern: relay\nworkspace: " + outside + "\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",
 			"workspace", "request.yaml:3: workspace: must be a relative path inside the spec's folder"},
 		"relative workspace": {"version: 1\npattern: relay\nworkspace: ws\nworkers:\n  - role: writer\n    provider: scripted\n  - role: reviewer\n    provider: scripted\n",

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/store"
 )
 
@@ -37,6 +40,10 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 	fmt.Fprintf(tw, "plan\t%s\n", dash(s.PlanID))
 	fmt.Fprintf(tw, "started\t%s\n", when(s.Started))
 	fmt.Fprintf(tw, "duration\t%s\n", span(s.Duration(), s.Ended))
+	res := resumesOf(rec)
+	if n := len(res.from); n > 0 {
+		fmt.Fprintf(tw, "resumed\t%d time(s), last after sequence %d\n", n, res.from[n-1])
+	}
 	if err := tw.Flush(); err != nil {
 		return failed(err)
 	}
@@ -47,9 +54,12 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 		fmt.Fprintln(out, "\nruns")
 		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		for _, r := range rec.Runs {
+			status := statusText(r.Status, problemText(r.ProblemCode, r.ProblemMessage))
+			if by, ok := res.replaced[r.ID]; ok && r.Status == store.StatusInterrupted {
+				status = "replaced by " + render.Field(by)
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d turns\t%d in / %d out tokens\t%s\n", render.Field(r.ID), render.Field(r.Worker),
-				statusText(r.Status, problemText(r.ProblemCode, r.ProblemMessage)), r.Turns, r.InputTokens, r.OutputTokens,
-				span(r.Duration(), r.Ended))
+				status, r.Turns, r.InputTokens, r.OutputTokens, span(r.Duration(), r.Ended))
 		}
 		if err := tw.Flush(); err != nil {
 			return failed(err)
@@ -65,7 +75,7 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 		return failed(err)
 	}
 	showMCP(out, mevs)
-	uncertain(out, rec.Uncertain)
+	uncertain(out, rec.Uncertain, res.accepted)
 	fmt.Fprintln(out, "\ntimeline")
 	var buf bytes.Buffer
 	for _, en := range rec.Events {
@@ -104,7 +114,7 @@ func showRun(out io.Writer, rec store.RunRecord) error {
 			return failed(err)
 		}
 	}
-	uncertain(out, rec.Uncertain)
+	uncertain(out, rec.Uncertain, nil)
 	if len(rec.Events) > 0 {
 		fmt.Fprintln(out, "\nevents")
 		for _, en := range rec.Events {
@@ -114,16 +124,78 @@ func showRun(out io.Writer, rec store.RunRecord) error {
 	return nil
 }
 
-// uncertain says which mutating calls may or may not have taken effect.
-func uncertain(out io.Writer, calls []store.Call) {
+// uncertain says which mutating calls may or may not have taken effect,
+// and which of them a resume accepted as failed.
+func uncertain(out io.Writer, calls []store.Call, accepted map[string]bool) {
 	if len(calls) == 0 {
 		return
 	}
 	fmt.Fprintln(out, "\nuncertain tool calls: their effect may or may not have happened, and nothing runs them again automatically")
 	for _, c := range calls {
+		how := callOutcome(c)
+		if accepted[c.CallID] {
+			how += "; a resume accepted it as failed"
+		}
 		fmt.Fprintf(out, "  %s: %s (call %s, %s), started at run sequence %d, %s\n", render.Field(c.RunID),
-			render.Field(c.Name), render.Field(c.CallID), dash(c.Effect), c.StartedSeq, callOutcome(c))
+			render.Field(c.Name), render.Field(c.CallID), dash(c.Effect), c.StartedSeq, how)
 	}
+}
+
+// resumes is what the pair.resumed events of a timeline say.
+type resumes struct {
+	from     []uint64          // each resume's from_seq, in order
+	replaced map[string]string // a cut-off run -> the run that took its place
+	accepted map[string]bool   // uncertain calls a resume accepted as failed
+}
+
+// resumesOf reads the resumes of a pair from its timeline. A resume that
+// restarts a cut-off run names it; the run that took its place is the
+// first run its worker started after that pair.resumed. A resume after
+// the last completed run names none: a run of the pair's left without
+// its end by then took no part, and the next run of its worker replaced
+// it.
+func resumesOf(rec store.PairRecord) resumes {
+	res := resumes{replaced: map[string]string{}, accepted: map[string]bool{}}
+	started := map[string]bool{}   // runs whose run.started the timeline holds so far
+	pending := map[string]string{} // worker -> the run waiting for its replacement
+	for _, en := range rec.Events {
+		kind := en.Event.Kind()
+		if en.Relayed && kind == "run.started" && en.RunID != "" {
+			if old, ok := pending[en.Worker]; ok && old != en.RunID {
+				res.replaced[old] = en.RunID
+				delete(pending, en.Worker)
+			}
+			started[en.RunID] = true
+			continue
+		}
+		if kind != orchestrator.KindResumed {
+			continue
+		}
+		raw, ok := en.Event.Payload().(eventlog.Raw)
+		if !ok {
+			continue
+		}
+		var p orchestrator.Resumed
+		if json.Unmarshal(raw.Bytes(), &p) != nil {
+			continue
+		}
+		res.from = append(res.from, p.FromSeq)
+		for _, c := range p.Accepted {
+			res.accepted[string(c)] = true
+		}
+		if p.RunID != "" {
+			pending[p.Worker] = string(p.RunID)
+			continue
+		}
+		for _, r := range rec.Runs {
+			if r.Status == store.StatusInterrupted && started[r.ID] {
+				if _, done := res.replaced[r.ID]; !done {
+					pending[r.Worker] = r.ID
+				}
+			}
+		}
+	}
+	return res
 }
 
 func callOutcome(c store.Call) string {

@@ -85,7 +85,7 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 		return refuse("plugins", "a spec sent over HTTP may not launch plugins; this server allows none")
 	}
 	if len(s.MCPServers) > 0 {
-		return refuse("mcp_servers", "a spec sent over HTTP may not launch or reach MCP servers; the server's own (--mcp) serve every pair")
+		return refuse("mcp_servers", "a spec sent over HTTP may not name MCP servers; the server's own (--mcp) serve every pair")
 	}
 	if b.Plugin != nil {
 		if p, ok := b.Plugin(); ok {
@@ -161,7 +161,8 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.Built != nil {
 		b.Built(&p.Config)
 	}
-	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned()}, nil
+	view, redact := shown(s, b.Getenv)
+	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned(), Spec: view, Redact: redact}, nil
 }
 
 // recordLeased writes the pair's MCP log: one plan.leased event naming

@@ -11,8 +11,10 @@
 // operator may add a plugin to every pair (the active build of `plugin
 // dev --serve`) and MCP servers every pair shares (`serve --mcp`); of
 // those it records in each pair's MCP log the generations the pair was
-// built with. It can pace an all-scripted pair so that a person can
-// watch it play.
+// built with. It gives the server what it may show of the spec (its JSON
+// without secrets) and a redaction of this process's OpenAI key from
+// what the pair shows. It can pace an all-scripted pair so that a person
+// can watch it play.
 //
 // It must not parse flags, print, decide exit codes, open the store, the
 // MCP servers or the plugin, or run the pair: the caller hands it what
