@@ -36,6 +36,11 @@ func Layers() []Unit {
 		// Benchmarks of how costs scale (their test files), and the
 		// program that plots them: measurement only, nothing imports it.
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
+		// The command: cli (flags, output, exit codes) and the packages
+		// under internal/ it composes with (spec, render, compose,
+		// remotespec, serve, jobworker, otelsetup, pluginlog, mcplog).
+		// One unit: they are one program's parts, listed in the package
+		// map.
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,
 			MayImport: []string{"proof", "server", "telemetry", "jetstream", "scheduler", "job", "orchestrator", "workers", "handoff", "providers", "tools", "store", "plugins", "mcp", "toolgen", "functool", "idempotency", "pairdiff", "kernel"}},
 		// proof sits above server: its alternate client is the real serve

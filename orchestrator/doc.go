@@ -36,9 +36,9 @@
 // pair.handoff, pair.final_answer, and one of pair.completed, pair.failed,
 // pair.cancelled; in between, every worker run event is relayed under its
 // kernel kind with the worker, run ID and run sequence (Relayed). schema.go
-// names the schema once, for every reader of a timeline's JSON. Delivery Live relays each event
-// as its run commits it, through a required observer on the worker's
-// engine; AfterRun copies a run's events as soon as it ends, which keeps the
+// names the schema once, for every reader of a timeline's JSON. Delivery
+// Live relays each event as its run commits it, through a required
+// observer on the worker's engine; AfterRun copies a run's events as soon as it ends, which keeps the
 // engines free of observers. Both write the same timeline.
 //
 // Every run lives under the caller's context, so it sees the caller's
@@ -91,6 +91,7 @@
 //
 // The package must not reach into the kernel's internals or ask it for
 // anything a single-agent run does not already offer; it knows nothing of
-// queues, concurrency limits or other pairs (the scheduler's), nor of any
+// queues or of limits across pairs (the scheduler's) beyond what a Team
+// and the Approvals broker keep of the pairs they serve, nor of any
 // provider's wire format or concrete tool.
 package orchestrator

@@ -10,9 +10,10 @@
 // runs of the same pair on different clocks and ID sources match; Exact
 // compares every byte that was recorded.
 //
-// The package reads JSON only. It knows no pair, worker or kernel type:
-// the CLI (`runs diff`) and tests (package pairtest) share it, and so can
-// any reader of a recorded timeline. Of the pair timeline's schema
+// The package reads JSON only; of the kernel it uses only the bound on an
+// event's size, for its line bound. It knows no pair, worker or kernel
+// type: the CLI (`runs diff`) and tests (package pairtest) share it, and
+// so can any reader of a recorded timeline. Of the pair timeline's schema
 // (orchestrator's schema.go) it knows two names, spelled here because
 // orchestrator is a layer above: a relayed event's "worker" and its
 // inner "payload", whose "name" labels a tool event.

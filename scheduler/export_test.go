@@ -1,13 +1,10 @@
 package scheduler
 
-import (
-	"context"
-	"testing"
-)
+import "context"
 
-// SetJobContext makes f the maker of every job's context, in place of
-// context.WithCancel, until the test ends. Set it before New.
-func SetJobContext(t testing.TB, f func(context.Context) (context.Context, context.CancelFunc)) {
-	testHookJobContext = f
-	t.Cleanup(func() { testHookJobContext = nil })
+// NewWithJobContext is New, with f as the maker of every job's context in
+// place of context.WithCancel. The hook belongs to this scheduler only, so
+// tests that use it may run in parallel.
+func NewWithJobContext(cfg Config, f func(context.Context) (context.Context, context.CancelFunc)) (*Scheduler, error) {
+	return newScheduler(cfg, f)
 }

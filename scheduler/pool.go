@@ -8,10 +8,6 @@ import (
 	"github.com/spice-orch/spice-orch/orchestrator"
 )
 
-// testHookJobContext, set only by tests, makes each job's context in
-// place of context.WithCancel.
-var testHookJobContext func(context.Context) (context.Context, context.CancelFunc)
-
 // serve is one pool goroutine: it runs queued jobs, oldest first, until
 // the scheduler is closed and the queue is empty. Each job's pair plays on
 // this goroutine, whose stack has grown to what a pair needs once.
@@ -62,8 +58,8 @@ func (s *Scheduler) step(ended *ending) *entry {
 			if e.state != Queued {
 				continue // cancelled while queued
 			}
-			if testHookJobContext != nil {
-				e.ctx, e.cancel = testHookJobContext(s.base)
+			if s.jobContext != nil {
+				e.ctx, e.cancel = s.jobContext(s.base)
 			} else {
 				e.ctx, e.cancel = context.WithCancel(s.base)
 			}

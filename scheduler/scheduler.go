@@ -53,6 +53,10 @@ type Scheduler struct {
 	cancelBase context.CancelFunc
 	live       int           // pool goroutines still running; guarded by mu
 	poolDone   chan struct{} // closed by the last one
+
+	// jobContext, set only by tests before the pool starts, makes each
+	// job's context in place of context.WithCancel.
+	jobContext func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // entry is one job. Its mutable fields are guarded by the scheduler's mu;
@@ -85,7 +89,11 @@ func (e *entry) info() Info {
 
 // New validates cfg and starts a scheduler with its pool of cfg.Pairs
 // slots, one goroutine each, which wait for jobs until Close or Shutdown.
-func New(cfg Config) (*Scheduler, error) {
+func New(cfg Config) (*Scheduler, error) { return newScheduler(cfg, nil) }
+
+// newScheduler is New with a test's maker of job contexts, nil for
+// context.WithCancel; it is in place before the pool starts.
+func newScheduler(cfg Config, jobContext func(context.Context) (context.Context, context.CancelFunc)) (*Scheduler, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -99,6 +107,8 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs:     make(map[string]*entry),
 		live:     cfg.Pairs,
 		poolDone: make(chan struct{}),
+
+		jobContext: jobContext,
 	}
 	s.work.L = &s.mu
 	s.teams = newTeams(s)

@@ -165,8 +165,9 @@ func TestO8_PairsLeaveNothingOnTheirJobContext(t *testing.T) {
 	probe.cancel()
 
 	slots := &slotContexts{}
-	scheduler.SetJobContext(t, slots.make)
-	s := newScheduler(t, scheduler.Config{Pairs: 1, ModelOps: 1})
+	s, err := scheduler.NewWithJobContext(scheduler.Config{Pairs: 1, ModelOps: 1, IDs: scheduler.Sequential("job-")}, slots.make)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Shutdown(context.Background())) })
 
 	var toolCalls atomic.Int64
 	echo := enginetest.Echo()

@@ -1,5 +1,5 @@
-// Command benchplot draws the scaling curves of README's "Scaling" section
-// as a small PNG, from `go test -bench` output on standard input:
+// Command benchplot draws the scaling curves (`make scaling-plot`) as a
+// small PNG, from `go test -bench` output on standard input:
 //
 //	make bench | go run ./internal/benchplot -o scaling.png
 //

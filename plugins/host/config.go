@@ -77,6 +77,10 @@ type Config struct {
 
 	// Random is the source of launch secrets; nil means crypto/rand.
 	Random io.Reader
+
+	// afterVerify, set only by this package's tests, runs between the
+	// digest check and the exec, where they change the pinned files.
+	afterVerify func(path string)
 }
 
 func (c Config) normalize() (Config, error) {

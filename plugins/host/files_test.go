@@ -36,12 +36,12 @@ func TestP1_PinCoversAnInterpretedPluginsFiles(t *testing.T) {
 	require.Contains(t, strings.Join(le.Stderr, "\n"), "library v1", "the pinned library ran")
 
 	// The library is edited behind the pin after the check: the copy runs.
-	withAfterVerify(t, func(string) {
+	edited := cfg
+	edited.afterVerify = func(string) {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "lib", "plugin.sh"), []byte("echo 'library v2' >&2\nexit 4\n"), 0o600))
-	})
-	le = requireLaunchFails(t, cfg, ErrExited)
+	}
+	le = requireLaunchFails(t, edited, ErrExited)
 	require.Contains(t, strings.Join(le.Stderr, "\n"), "library v1", "the verified copy ran")
-	afterVerify = nil
 
 	for name, edit := range map[string]func(){
 		"the library":   func() {}, // already edited above

@@ -20,10 +20,6 @@ import (
 	"github.com/spice-orch/spice-orch/proctree"
 )
 
-// afterVerify runs between the digest check and the exec; tests swap the
-// file there.
-var afterVerify func(path string)
-
 // windowBytes is the HTTP/2 flow-control window of plugin connections.
 const windowBytes = 4 << 20
 
@@ -92,8 +88,8 @@ func Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if afterVerify != nil {
-		afterVerify(cfg.Path)
+	if cfg.afterVerify != nil {
+		cfg.afterVerify(cfg.Path)
 	}
 	p := &Plugin{
 		cfg: cfg, secret: secret, dir: dir,

@@ -60,23 +60,17 @@ func copyFile(t *testing.T, src, dst string) {
 	require.NoError(t, os.WriteFile(dst, b, 0o755))
 }
 
-// withAfterVerify installs the swap hook for one test.
-func withAfterVerify(t *testing.T, f func(path string)) {
-	afterVerify = f
-	t.Cleanup(func() { afterVerify = nil })
-}
-
 func TestP1_PathSwapAfterCheckRunsTheVerifiedFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plugin")
 	copyFile(t, fixtureV1, path)
 	cfg := config(t, path, "")
-	withAfterVerify(t, func(path string) {
+	cfg.afterVerify = func(path string) {
 		// Another binary is renamed over the path after the check.
 		tmp := path + ".new"
 		copyFile(t, fixtureV2, tmp)
 		require.NoError(t, os.Rename(tmp, path))
-	})
+	}
 	p := launch(t, cfg)
 	require.Equal(t, "1.0.0", p.Manifest().Version, "the verified file ran, not the swapped one")
 	require.Equal(t, digestOf(t, fixtureV2), digestOf(t, path), "the path names the swapped file")
@@ -90,7 +84,7 @@ func TestP1_OverwriteInPlaceAfterCheckRunsTheVerifiedBytes(t *testing.T) {
 	path := filepath.Join(dir, "plugin")
 	copyFile(t, fixtureV1, path)
 	cfg := config(t, path, "")
-	withAfterVerify(t, func(path string) {
+	cfg.afterVerify = func(path string) {
 		b, err := os.ReadFile(fixtureV2)
 		require.NoError(t, err)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
@@ -98,7 +92,7 @@ func TestP1_OverwriteInPlaceAfterCheckRunsTheVerifiedBytes(t *testing.T) {
 		_, err = f.Write(b)
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
-	})
+	}
 	p := launch(t, cfg)
 	require.Equal(t, "1.0.0", p.Manifest().Version, "the verified bytes ran")
 	require.Equal(t, digestOf(t, fixtureV2), digestOf(t, path), "the path holds the other build")

@@ -88,5 +88,7 @@
 //
 // This package must not import another adapter (tools, stores, other
 // providers) or anything above layer 3. It knows nothing of runs, events or
-// how a caller reacts to a failure.
+// how a caller reacts to a failure; of kernel/eventlog it uses only the
+// JSON string encoder, so that a request's strings are encoded as events
+// are.
 package openai

@@ -32,16 +32,18 @@
 // test can send SIGINT at a known point of a run that otherwise finishes
 // in milliseconds. It is not shown in --help.
 //
-// Besides flags and output it still holds some wiring of its commands:
-// serve's composition of scheduler, store and server and its policy for
-// specs that arrive over HTTP (serve_build.go: such a spec may not choose
-// a place on the file system, spend the server's API key unless the
-// operator allowed it, or point a worker at another server), the
-// plugin log kept beside each pair timeline (pluginlog.go), the
-// OpenTelemetry providers built from --otel and the environment (otel.go,
-// serve_otel.go), how `run` answers approval questions from the terminal
-// or --approve-from (approve.go), and the JetStream worker loop
-// (worker.go).
+// The wiring behind the commands lives in packages of its own: compose
+// builds one pair from a spec, remotespec decides what a spec that
+// arrived over HTTP or as a job may ask for, serve and jobworker are the
+// composition roots of `serve` and `worker`, otelsetup builds the
+// OpenTelemetry providers from --otel and the environment, and pluginlog
+// and mcplog are the schemas of the plugin and MCP logs kept beside each
+// pair timeline. This package turns flags into their configurations and
+// their errors into exit codes. What it still composes itself is `run`'s
+// own sequence (store, recipe, plugin and MCP logs, pauses, resume), the
+// loop of `plugin dev` (whose --serve is a serve given the active build),
+// and how `run` answers approval questions from the terminal or
+// --approve-from (approve.go).
 //
 // The package must not reach below the packages it composes: building a
 // pair is compose's, decoding a spec is spec's, drawing a timeline is

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/store"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -52,9 +52,9 @@ has them.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeIDs(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, err := parseProviders(providers)
+			names, err := otelsetup.ParseProviders(providers)
 			if err != nil {
-				return err
+				return otelErr(err)
 			}
 			st, _, ok, err := f.open(cmd.Context(), env)
 			if err != nil {
@@ -91,21 +91,21 @@ func exportTrace(ctx context.Context, env Env, st *store.Store, pairID, out stri
 		rec.Providers[role] = name
 	}
 	if out != "" {
-		return exportTraceFile(ctx, env, &lines, out, rec)
+		return otelErr(otelsetup.WriteTraceFile(ctx, otelEnv(env), &lines, out, rec))
 	}
-	o, err := startOTel(ctx, env, false, rec.Providers)
+	o, err := otelsetup.Start(ctx, otelEnv(env), false, rec.Providers)
 	if err != nil {
-		return err
+		return otelErr(err)
 	}
-	o.tel.ContinueRecord(ctx, rec)
-	if o.providers.Tracer == nil {
-		o.shutdown(env.Stderr)
+	o.Telemetry.ContinueRecord(ctx, rec)
+	if o.Providers.Tracer == nil {
+		o.Shutdown(env.Stderr)
 		return usageErr(errors.New("traces are off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing to export"))
 	}
-	rerr := o.tel.ReplayJSON(ctx, &lines)
-	ctxS, cancel := context.WithTimeout(context.Background(), otelShutdownTimeout)
+	rerr := o.Telemetry.ReplayJSON(ctx, &lines)
+	ctxS, cancel := context.WithTimeout(context.Background(), otelsetup.ShutdownTimeout)
 	defer cancel()
-	serr := o.providers.Shutdown(ctxS)
+	serr := o.Providers.Shutdown(ctxS)
 	switch {
 	case rerr != nil:
 		return failed(rerr)
@@ -130,42 +130,4 @@ func readRecord(ctx context.Context, st *store.Store, pairID string) (telemetry.
 		return telemetry.Record{}, failed(fmt.Errorf("the pair's trace record: %w", err))
 	}
 	return rec, nil
-}
-
-// exportTraceFile writes the trace as OTLP JSON, with the resource 'run
-// --otel' gives it, replacing path only once the whole trace is written.
-func exportTraceFile(ctx context.Context, env Env, lines *bytes.Buffer, path string, rec telemetry.Record) error {
-	var buf bytes.Buffer
-	getenv := func(k string) string {
-		switch k {
-		case "OTEL_TRACES_EXPORTER":
-			return "console"
-		case "OTEL_SDK_DISABLED":
-			return ""
-		}
-		return env.Getenv(k)
-	}
-	ps, err := telemetry.Setup(ctx, telemetry.SetupOptions{Getenv: getenv, ServiceVersion: version(), Console: &buf})
-	if err != nil {
-		return usageErr(err)
-	}
-	cfg := ps.Config()
-	cfg.Providers = rec.Providers
-	tel, err := telemetry.New(cfg)
-	if err != nil {
-		_ = ps.Shutdown(ctx)
-		return usageErr(err)
-	}
-	tel.ContinueRecord(ctx, rec)
-	rerr := tel.ReplayJSON(ctx, lines)
-	if err := ps.Shutdown(context.Background()); err != nil {
-		return failed(err)
-	}
-	if rerr != nil {
-		return failed(rerr)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		return failed(err)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/mcp/client"
 	"github.com/spice-orch/spice-orch/mcp/servers"
@@ -251,7 +252,7 @@ func TestM1_HTTPServerIsMarkedUnpinnedInEveryEventAndRunsShow(t *testing.T) {
 	// The recorded MCP log: every event says the server is not pinned.
 	st, err := openStore(context.Background(), db, false)
 	require.NoError(t, err)
-	recorded, err := readMCPLog(context.Background(), st, pairID)
+	recorded, err := mcplog.Read(context.Background(), st, pairID)
 	require.NoError(t, st.Close())
 	require.NoError(t, err)
 	require.NotEmpty(t, recorded)
@@ -270,7 +271,7 @@ func TestM1_HTTPServerIsMarkedUnpinnedInEveryEventAndRunsShow(t *testing.T) {
 		require.False(t, e.Pinned, e.Kind)
 	}
 	mu.Lock()
-	b, err := json.Marshal(mcpPayload(last))
+	b, err := json.Marshal(mcplog.Payload(last))
 	mu.Unlock()
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"pinned":false`, "the field is always written")

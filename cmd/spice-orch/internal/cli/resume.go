@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/plugins/host"
 	"os"
 	"path/filepath"
@@ -280,12 +282,12 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 		return r, failed(fmt.Errorf("%s: the recorded recipe cannot be read", rj.pairID))
 	}
 	r = env.Payload
-	plugins, err := logLines(ctx, st, PluginLogName(rj.pairID))
+	plugins, err := logLines(ctx, st, pluginlog.Name(rj.pairID))
 	if err != nil {
 		return r, failed(err)
 	}
 	rj.pluginSeq = uint64(len(plugins))
-	mcps, err := logLines(ctx, st, MCPLogName(rj.pairID))
+	mcps, err := logLines(ctx, st, mcplog.Name(rj.pairID))
 	if err != nil {
 		return r, failed(err)
 	}
@@ -293,8 +295,8 @@ func (rj *resumeJob) read(ctx context.Context, st *store.Store, rec store.PairRe
 	rj.digests = map[string]string{}
 	for _, l := range plugins {
 		var e struct {
-			Kind    string      `json:"kind"`
-			Payload pluginEvent `json:"payload"`
+			Kind    string          `json:"kind"`
+			Payload pluginlog.Event `json:"payload"`
 		}
 		if json.Unmarshal(l, &e) != nil || e.Kind != "plan.activated" || e.Payload.PlanID != string(rj.planID) {
 			continue

@@ -18,6 +18,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/bound"
@@ -243,8 +246,8 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 		}
 	}
 	var rec *recording
-	var plugins *pluginRecorder
-	var mcps *mcpRecorder
+	var plugins *pluginlog.Recorder
+	var mcps *mcplog.Recorder
 	if st != nil {
 		var o eventlog.Observer = st
 		if env.wrapStore != nil {
@@ -257,22 +260,22 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 			if rj != nil {
 				after = rj.pluginSeq
 			}
-			if plugins, err = newPluginRecorder(pairID, o, time.Now, after); err != nil {
+			if plugins, err = pluginlog.NewRecorder(pairID, o, time.Now, after); err != nil {
 				return failed(err)
 			}
-			opts.PluginEvents = plugins.onEvent
+			opts.PluginEvents = plugins.OnEvent
 		}
 		if len(s.MCPServers) > 0 {
 			var after uint64
 			if rj != nil {
 				after = rj.mcpSeq
 			}
-			if mcps, err = newMCPRecorder(pairID, o, time.Now, after); err != nil {
+			if mcps, err = mcplog.NewRecorder(pairID, o, time.Now, after); err != nil {
 				return failed(err)
 			}
-			opts.MCPEvents = mcps.onEvent
+			opts.MCPEvents = mcps.OnEvent
 			if env.mcpEvent != nil {
-				opts.MCPEvents = func(e servers.Event) { mcps.onEvent(e); env.mcpEvent(e) }
+				opts.MCPEvents = func(e servers.Event) { mcps.OnEvent(e); env.mcpEvent(e) }
 			}
 		}
 		if rj == nil {
@@ -303,29 +306,29 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	}
 	defer built.Close()
 	if mcps != nil {
-		if err := mcps.flush(ctx); err != nil {
+		if err := mcps.Flush(ctx); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
 		}
 	}
 	if plugins != nil {
-		plugins.setLookup(built.PluginPlan)
+		plugins.SetLookup(built.PluginPlan)
 		// The first plan's activation: recorded before the pair starts,
 		// so that its plan ID is findable as soon as a run names it.
-		if err := plugins.flush(ctx); err != nil {
+		if err := plugins.Flush(ctx); err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
 		}
 	}
 	if st != nil {
 		// Straight to the store: the record is not an event of the pair.
-		writeRecord(ctx, env.Stderr, st, &built.Config, trace.SpanContext{})
+		otelsetup.WriteRecord(ctx, env.Stderr, st, &built.Config, trace.SpanContext{})
 	}
 	if f.otel {
-		o, err := startOTel(ctx, env, true, providerNames(s))
+		o, err := otelsetup.Start(ctx, otelEnv(env), true, otelsetup.ProviderNames(s))
 		if err != nil {
-			return err
+			return otelErr(err)
 		}
-		defer o.shutdown(env.Stderr)
-		o.observe(&built.Config)
+		defer o.Shutdown(env.Stderr)
+		o.Observe(&built.Config)
 	}
 
 	var rc orchestrator.ResumeConfig
@@ -367,8 +370,8 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	if mcps != nil {
 		// Closing the servers drains their generations: their last events.
 		built.Close()
-		err := mcps.flush(context.Background())
-		err = errors.Join(err, mcps.close(context.Background()))
+		err := mcps.Flush(context.Background())
+		err = errors.Join(err, mcps.Close(context.Background()))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused MCP events: %s\n", render.Text(err.Error()))
 		}
@@ -376,8 +379,8 @@ func playPair(ctx context.Context, env Env, f runFlags, s spec.Spec, args []stri
 	if plugins != nil {
 		// Closing the host drains its generations: their last events.
 		built.Close()
-		err := plugins.flush(context.Background())
-		err = errors.Join(err, plugins.close(context.Background()))
+		err := plugins.Flush(context.Background())
+		err = errors.Join(err, plugins.Close(context.Background()))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "spice-orch: the store refused plugin events: %s\n", render.Text(err.Error()))
 		}

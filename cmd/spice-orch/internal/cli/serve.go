@@ -4,20 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
-	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -65,8 +58,8 @@ type serveHooks struct {
 	// store wraps the store as the pairs' required observer.
 	store func(eventlog.Observer) eventlog.Observer
 	// setup builds the telemetry providers with --otel; nil reads the
-	// environment (setupOTel).
-	setup setupFunc
+	// environment (otelsetup.Setup).
+	setup otelsetup.SetupFunc
 	// built sees every pair config the server built, before submission.
 	built func(cfg *orchestrator.Config)
 	// question is told of each approval question once it is pending.
@@ -199,208 +192,25 @@ func runServe(ctx context.Context, env Env, f serveFlags, hooks serveHooks) erro
 	if f.approveTimeout < 0 || f.approveTimeout > orchestrator.MaxApprovalTimeout {
 		return usageErr(errors.New("--approve-timeout: must be between 0 and 24h, not included 0"))
 	}
-	approvals, err := orchestrator.NewApprovals(orchestrator.ApprovalsConfig{OnQuestion: hooks.question})
-	if err != nil {
-		return failed(err)
-	}
-	var tel *serveOTel
-	if f.otel {
-		var err error
-		if tel, err = startServeOTel(ctx, env, hooks.setup); err != nil {
-			return err
-		}
-		// Deferred first, so it runs last: after the pairs have ended and
-		// the store has closed, what they drew is flushed, within a bound.
-		defer tel.shutdown(env.Stderr)
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	stPath, err := storePath(f.store, env.Getenv)
 	if err != nil {
 		return usageErr(err)
 	}
-	dataDir := f.dataDir
-	if dataDir == "" {
-		dataDir = filepath.Join(filepath.Dir(stPath), "serve")
+	err = serve.Run(ctx, serve.Config{
+		Addr: f.addr, StorePath: stPath, DataDir: f.dataDir, Token: f.token, Hosts: f.hosts,
+		Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, MaxConns: f.maxConns,
+		Pace: f.pace, Demo: f.demo, AllowOpenAI: f.allowOpenAI, OTel: f.otel,
+		Approve: policy, ApproveTimeout: f.approveTimeout, KeepWorkspaces: f.keepPairs, KeepFor: f.keepFor,
+		NATS: f.nats, EmbeddedNATS: f.embeddedNATS, NATSListen: f.natsListen, NATSName: f.natsName,
+		MCP: f.mcp, Plugin: hooks.plugin, PluginDev: hooks.pluginDev,
+		Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: version(),
+		Hooks: serve.Hooks{Timeline: hooks.timeline, Ready: hooks.ready, Store: hooks.store, Setup: hooks.setup,
+			Built: hooks.built, Question: hooks.question, MCPEvent: hooks.mcpEvent},
+	})
+	var ce *serve.ConfigError
+	if errors.As(err, &ce) {
+		return usageErr(ce.Err)
 	}
-	if dataDir, err = filepath.Abs(dataDir); err != nil {
-		return failed(err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return failed(fmt.Errorf("data dir: %w", err))
-	}
-	st, err := openStore(ctx, stPath, true)
-	if err != nil {
-		return failed(err)
-	}
-	defer st.Close()
-	// The server keeps what it shows of a finished pair (its feed, within
-	// a byte bound, and its final state), so the scheduler need keep few
-	// finished jobs, each holding its pair's whole timeline.
-	var queue *jetstream.Backend
-	if f.nats != "" || f.embeddedNATS != "" {
-		q, closeQueue, err := openQueue(ctx, env, f)
-		if err != nil {
-			return err
-		}
-		defer closeQueue()
-		queue = q
-	}
-	var sched *scheduler.Scheduler
-	if queue == nil {
-		if sched, err = scheduler.New(scheduler.Config{Pairs: f.pairs, Queue: f.queue, ModelOps: f.modelOps, Retain: 16}); err != nil {
-			return usageErr(err)
-		}
-	}
-	shutdown := func(ctx context.Context) error {
-		if sched == nil {
-			return nil
-		}
-		return sched.Shutdown(ctx)
-	}
-	mcp, err := openServeMCPFlag(ctx, f, policy, approvals, hooks.mcpEvent)
-	if err != nil {
-		return err
-	}
-	defer mcp.close()
-	var rec eventlog.Observer = st
-	if hooks.store != nil {
-		rec = hooks.store(st)
-	}
-	b := &builder{st: rec, record: st, getenv: env.Getenv, pace: f.pace, allowOpenAI: f.allowOpenAI, extra: hooks.timeline,
-		otel: tel, built: hooks.built, approve: policy, approveTimeout: f.approveTimeout, approvals: approvals,
-		plugin: hooks.plugin, mcp: mcp}
-	cfg := server.Config{
-		Scheduler: sched, Store: st, Build: b.build, DataDir: dataDir,
-		Examples: examples(), Token: f.token, Hosts: f.hosts, Approvals: approvals,
-		KeepWorkspaces: f.keepPairs, KeepWorkspaceAge: f.keepFor, PluginDev: hooks.pluginDev,
-	}
-	if queue != nil {
-		// Workers play the pairs: serve submits them to the queue and
-		// reads them back from its events stream.
-		cfg.Scheduler, cfg.Queue, cfg.Store, cfg.StorePoll = nil, queue, queue, queueStorePoll
-	}
-	if tel != nil && sched != nil {
-		if err := tel.observeScheduler(sched); err != nil {
-			_ = shutdown(context.Background())
-			return failed(fmt.Errorf("telemetry: %w", err))
-		}
-		cfg.Metrics = tel.metrics()
-		cfg.SubmitContext = tel.submitContext
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		_ = shutdown(context.Background())
-		return usageErr(err)
-	}
-	// Pairs an earlier serve on this data directory accepted and never
-	// recorded (it was killed) are recorded as cancelled before it serves.
-	if n, err := srv.Recover(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "spice-orch serve: settling pairs accepted before a crash: %v\n", err)
-	} else if n > 0 {
-		fmt.Fprintf(env.Stderr, "spice-orch serve: %d pairs accepted before the last stop never started; recorded them as cancelled\n", n)
-	}
-	// Pairs it left waiting for an approval are resumed: the same
-	// question is asked again, and the run goes on once it is answered.
-	if n, err := srv.ResumeWaiting(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "spice-orch serve: resuming pairs that waited for an approval: %v\n", err)
-	} else if n > 0 {
-		fmt.Fprintf(env.Stderr, "spice-orch serve: resumed %d pairs that waited for an approval\n", n)
-	}
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		_ = shutdown(context.Background())
-		return failed(err)
-	}
-	hs := srv.HTTPServer()
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(server.LimitListener(ln, f.maxConns)) }()
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(env.Stdout, "spice-orch serve: %s (store %s, workspaces under %s)\n", url, stPath, filepath.Join(dataDir, "workspaces"))
-	if f.token == "" {
-		fmt.Fprintln(env.Stdout, "loopback only, no token: open the page in a browser on this machine")
-	}
-	if queue != nil {
-		fmt.Fprintf(env.Stdout, "spice-orch serve: pairs go to workers through NATS at %s (backend %q)\n", queue.URL(), f.natsName)
-	}
-	if f.demo && queue == nil {
-		if err := startDemo(srv.Handler(), f.token); err != nil {
-			fmt.Fprintf(env.Stderr, "spice-orch serve: the demo pair did not start: %v\n", err)
-		}
-	}
-	if hooks.ready != nil {
-		hooks.ready(url)
-	}
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-	}
-	// The scheduler cancels the running and queued pairs while the server
-	// records each one to its terminal, so that every accepted pair ends
-	// in the store and every stream's end follows its pair's terminal;
-	// then the streams left end, the HTTP server stops, and the store
-	// closes last.
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	shut := make(chan error, 1)
-	go func() { shut <- shutdown(sctx) }()
-	closeErr := srv.Close(sctx)
-	_ = hs.Shutdown(sctx)
-	if err := <-shut; err != nil {
-		return failed(fmt.Errorf("shutting down: %w", err))
-	}
-	if closeErr != nil {
-		return failed(fmt.Errorf("shutting down: %w", closeErr))
-	}
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return failed(serveErr)
-	}
-	return nil
-}
-
-// queueStorePoll is how often a stream of a pair that a worker plays
-// reads the events stream for its next events.
-const queueStorePoll = 100 * time.Millisecond
-
-// openQueue connects to the NATS server of --nats, or starts one in this
-// process for --embedded-nats, and opens the JetStream job backend on
-// it. The returned func closes what it opened.
-func openQueue(ctx context.Context, env Env, f serveFlags) (*jetstream.Backend, func(), error) {
-	if f.nats != "" && f.embeddedNATS != "" {
-		return nil, nil, usageErr(errors.New("--nats and --embedded-nats exclude each other"))
-	}
-	url := f.nats
-	stopServer := func() {}
-	if f.embeddedNATS != "" {
-		host, port, err := net.SplitHostPort(f.natsListen)
-		if err != nil {
-			return nil, nil, usageErr(fmt.Errorf("--nats-listen: %w", err))
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 0 || n > 65535 {
-			return nil, nil, usageErr(errors.New("--nats-listen: the port must be a number from 0 to 65535"))
-		}
-		srv, err := jetstream.StartEmbedded(jetstream.EmbeddedConfig{Dir: f.embeddedNATS, Host: host, Port: n})
-		if err != nil {
-			return nil, nil, failed(fmt.Errorf("embedded NATS: %w", err))
-		}
-		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
-		url = srv.ClientURL()
-		fmt.Fprintf(env.Stdout, "spice-orch serve: NATS with JetStream at %s (storage %s)\n", url, f.embeddedNATS)
-	}
-	nc, err := jetstream.Connect(url, jetstream.ConnectConfig{Name: "spice-orch serve",
-		Log: slog.New(slog.NewTextHandler(env.Stderr, nil)).With("cmd", "serve")})
-	if err != nil {
-		stopServer()
-		return nil, nil, failed(fmt.Errorf("nats: %w", err))
-	}
-	b, err := jetstream.Open(ctx, jetstream.Config{Conn: nc, Name: f.natsName})
-	if err != nil {
-		nc.Close()
-		stopServer()
-		return nil, nil, failed(fmt.Errorf("jetstream: %w", err))
-	}
-	return b, func() { nc.Close(); stopServer() }, nil
+	// A bad OTEL_* setting is bad usage too; anything else is a failure.
+	return otelErr(err)
 }

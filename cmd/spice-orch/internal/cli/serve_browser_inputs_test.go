@@ -8,6 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 )
 
 // inputsSpec is a relay whose writer writes a file with hostile content
@@ -68,7 +70,7 @@ func TestS2_BrowserShowsToolArgumentsAndHandoffMessages(t *testing.T) {
 	require.True(t, eval[bool](t, ctx, `document.querySelector('#lane-head-1 .system').hidden`), "the reviewer has no system prompt")
 	shot(t, ctx, "8-inputs.png")
 
-	id = submit(t, ts.url, builtinYAML(), "")
+	id = submit(t, ts.url, serve.BuiltinYAML(), "")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+id)))
 	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.querySelectorAll('#timeline .handoff').length > 0 && document.querySelectorAll('#timeline .handoff-details[data-verified]').length === document.querySelectorAll('#timeline .handoff').length`))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -126,7 +127,7 @@ func TestS1_BrowserShowsARepeatedEventOnceWithoutAGap(t *testing.T) {
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 
-	status, body := post(t, ts.url, "application/yaml", builtinYAML())
+	status, body := post(t, ts.url, "application/yaml", serve.BuiltinYAML())
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &created))

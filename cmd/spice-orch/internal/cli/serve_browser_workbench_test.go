@@ -20,6 +20,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 )
 
 // tinySpec is a pair of two scripted workers that ends at once.
@@ -88,7 +90,7 @@ func TestS2_BrowserShowsDurationsAndTheSlowestStep(t *testing.T) {
 	ts := startTestServer(t)
 	ctx, cancel := newBrowser(t)
 	defer cancel()
-	id := submit(t, ts.url, builtinYAML(), "")
+	id := submit(t, ts.url, serve.BuiltinYAML(), "")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/#/pairs/"+id)))
 	require.NoError(t, waitJS(ctx, `document.body.dataset.streamEnded !== undefined && document.querySelectorAll('#waterfall .wf-row').length > 0`))
 	for _, sel := range []string{"#timeline .run .dur.start", "#timeline .run-end .dur.took", "#timeline .text .dur.took", "#timeline .tool .dur.took"} {
@@ -208,7 +210,7 @@ func TestS2_BrowserScreenshotsOfACompletedAndAFailingPair(t *testing.T) {
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 	shots := map[string]string{
-		"serve-completed.png": submit(t, ts.url, builtinYAML(), "Write a short design note on retries and have it reviewed."),
+		"serve-completed.png": submit(t, ts.url, serve.BuiltinYAML(), "Write a short design note on retries and have it reviewed."),
 		"serve-failed.png":    submit(t, ts.url, failingSpec, ""),
 	}
 	want := map[string]string{"serve-completed.png": "completed", "serve-failed.png": "failed"}
@@ -230,7 +232,7 @@ func TestS2_BrowserScreenshotsOfACompletedAndAFailingPair(t *testing.T) {
 // ended, shows that pair rather than an empty pane.
 func TestS2_BrowserOpensTheNewestPairWhenNoneIsNamed(t *testing.T) {
 	ts := startTestServer(t)
-	id := submit(t, ts.url, builtinYAML(), "")
+	id := submit(t, ts.url, serve.BuiltinYAML(), "")
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/")))

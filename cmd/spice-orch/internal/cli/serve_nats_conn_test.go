@@ -16,6 +16,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/jetstream"
 )
 
@@ -144,7 +145,7 @@ func awaitHealth(t *testing.T, base string, want bool) {
 
 func submitRelay(t *testing.T, base string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(base+"/v1/pairs", "application/yaml", strings.NewReader(relayYAML))
+	resp, err := http.Post(base+"/v1/pairs", "application/yaml", strings.NewReader(serve.RelayYAML))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -22,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
@@ -106,8 +108,8 @@ func startOTelServe(t *testing.T, otel bool, token string, vars map[string]strin
 	hooks := serveHooks{
 		ready: func(url string) { ready <- url },
 		built: func(cfg *orchestrator.Config) { s.mu.Lock(); s.built = append(s.built, cfg); s.mu.Unlock() },
-		setup: func(ctx context.Context, env Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
-			ps, err := setupOTel(ctx, env, o)
+		setup: func(ctx context.Context, env otelsetup.Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
+			ps, err := otelsetup.Setup(ctx, env, o)
 			if err != nil {
 				return nil, err
 			}
@@ -173,7 +175,7 @@ func (s *otelServe) submit(t *testing.T, header map[string]string) string {
 	for k, v := range header {
 		h[k] = v
 	}
-	status, body := s.do(t, "POST", "/v1/pairs", builtinYAML(), h)
+	status, body := s.do(t, "POST", "/v1/pairs", serve.BuiltinYAML(), h)
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &created))

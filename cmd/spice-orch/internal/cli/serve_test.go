@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/store"
 )
@@ -68,7 +69,7 @@ func TestS1_ServeStreamsOnlyDurableEvents(t *testing.T) {
 			close(g.release)
 		}
 	}()
-	status, body := post(t, ts.url, "application/yaml", builtinYAML())
+	status, body := post(t, ts.url, "application/yaml", serve.BuiltinYAML())
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &created))
@@ -169,7 +170,7 @@ func TestS2_ServeRefusesSpecsThatChooseServerResources(t *testing.T) {
 		require.Empty(t, ws)
 	}
 	// An accepted pair writes only in its own workspace under the data dir.
-	status, body := post(t, ts.url, "application/yaml", builtinYAML())
+	status, body := post(t, ts.url, "application/yaml", serve.BuiltinYAML())
 	require.Equal(t, http.StatusCreated, status, body)
 	var created struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &created))

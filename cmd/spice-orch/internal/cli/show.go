@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/pluginlog"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -63,12 +65,12 @@ func show(ctx context.Context, env Env, st *store.Store, id string) error {
 			return failed(err)
 		}
 	}
-	pevs, err := readPluginLog(ctx, st, s.ID)
+	pevs, err := pluginlog.Read(ctx, st, s.ID)
 	if err != nil {
 		return failed(err)
 	}
 	showPlugins(out, pevs, rec.Runs)
-	mevs, err := readMCPLog(ctx, st, s.ID)
+	mevs, err := mcplog.Read(ctx, st, s.ID)
 	if err != nil {
 		return failed(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,11 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spice-orch/spice-orch/jetstream"
-	"github.com/spice-orch/spice-orch/job"
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
-	"github.com/spice-orch/spice-orch/orchestrator"
-	"github.com/spice-orch/spice-orch/server"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/jobworker"
 )
 
 type workerFlags struct {
@@ -105,92 +100,11 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 		return failed(err)
 	}
 	defer st.Close()
-	nc, err := jetstream.Connect(f.url, jetstream.ConnectConfig{Name: "spice-orch worker",
-		Log: slog.New(slog.NewTextHandler(env.Stderr, nil)).With("cmd", "worker")})
+	err = jobworker.Run(ctx, jobworker.Config{URL: f.url, Name: f.name, Pairs: f.pairs, Drain: f.drain,
+		Store: st, StorePath: stPath, DataDir: dataDir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Ready: ready})
 	if err != nil {
-		return failed(fmt.Errorf("nats: %w", err))
-	}
-	defer nc.Close()
-	b, err := jetstream.Open(ctx, jetstream.Config{Conn: nc, Name: f.name})
-	if err != nil {
-		return failed(fmt.Errorf("jetstream: %w", err))
-	}
-	bld := &builder{st: st, record: st, getenv: env.Getenv}
-	fmt.Fprintf(env.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", f.pairs, jetstream.Redact(f.url), stPath)
-	if ready != nil {
-		ready()
-	}
-	play := func(ctx context.Context, j job.Job) job.Report {
-		pub, err := b.Timeline(j.ID, jetstream.TimelineConfig{})
-		if err != nil {
-			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "spec_refused", Error: err.Error()}
-		}
-		rep := playJob(ctx, bld, filepath.Join(dataDir, "workspaces"), j, pub)
-		// A pair's terminal publishes what is left; a pair that never
-		// started has nothing to publish.
-		_ = pub.Flush(context.WithoutCancel(ctx))
-		return rep
-	}
-	// A job delivered again after it started is resumed from this
-	// store's record of its pair when it holds it (workers sharing a
-	// store), and otherwise from the events stream, built again as play
-	// built it: without this store, which lacks the pair's beginning.
-	resumeBuild := func(bld *builder) jetstream.BuildFunc {
-		return func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
-			ws := filepath.Join(dataDir, "workspaces", j.ID)
-			if err := os.MkdirAll(ws, 0o700); err != nil {
-				return orchestrator.Config{}, nil, err
-			}
-			built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
-				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
-			if err != nil {
-				return orchestrator.Config{}, nil, err
-			}
-			return *built.Config, built.Close, nil
-		}
-	}
-	resume := b.ResumeFromStoreOrEvents(st, resumeBuild(bld), resumeBuild(&builder{getenv: env.Getenv}), jetstream.TimelineConfig{})
-	if err := b.Work(ctx, jetstream.WorkerConfig{Pairs: f.pairs, Play: play, Resume: resume, Drain: f.drain}); err != nil {
 		return failed(err)
 	}
 	fmt.Fprintln(env.Stdout, "spice-orch worker: drained")
 	return nil
-}
-
-// discard stands for the timeline of a resumed pair: the backend adds
-// its publisher.
-var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
-
-// playJob builds the job's pair from its spec and plays it to its end,
-// its timeline told to timeline after the local store.
-func playJob(ctx context.Context, bld *builder, workspaces string, j job.Job, timeline eventlog.Observer) job.Report {
-	rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
-	ws := filepath.Join(workspaces, j.ID)
-	if err := os.Mkdir(ws, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		rep.Reason, rep.Error = "workspace", err.Error()
-		return rep
-	}
-	built, err := bld.build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
-		ContentType: "application/yaml", Timeline: timeline})
-	if err != nil {
-		rep.Reason, rep.Error = "spec_refused", err.Error()
-		return rep
-	}
-	if built.Close != nil {
-		defer built.Close()
-	}
-	pair, err := orchestrator.Run(ctx, *built.Config)
-	return pairReport(ctx, rep, pair, err)
-}
-
-// pairReport reports how a started pair ended.
-func pairReport(ctx context.Context, rep job.Report, pair *orchestrator.Pair, err error) job.Report {
-	if err != nil {
-		rep.Reason, rep.Error = "refused", err.Error()
-		if ctx.Err() != nil {
-			rep.State = job.Cancelled
-		}
-		return rep
-	}
-	return jetstream.PairReport(rep, pair)
 }

@@ -11,6 +11,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/serve"
 	"github.com/spice-orch/spice-orch/jetstream"
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -45,10 +46,10 @@ func TestD1_WorkerCommandPlaysJobsAndDrains(t *testing.T) {
 	<-ready
 
 	for i, id := range []string{"relay-1", "relay-2", "relay-3"} {
-		_, err := b.Submit(ctx, job.Job{ID: id, Spec: []byte(relayYAML)})
+		_, err := b.Submit(ctx, job.Job{ID: id, Spec: []byte(serve.RelayYAML)})
 		require.NoError(t, err, i)
 	}
-	_, err = b.Submit(ctx, job.Job{ID: "bad", Spec: []byte(relayYAML + "workspace: /tmp\n")})
+	_, err = b.Submit(ctx, job.Job{ID: "bad", Spec: []byte(serve.RelayYAML + "workspace: /tmp\n")})
 	require.NoError(t, err)
 	for _, id := range []string{"relay-1", "relay-2", "relay-3"} {
 		st, err := b.Await(ctx, id)
@@ -85,7 +86,7 @@ func TestD2_WorkerCommandResumesAPairItsStoreLacks(t *testing.T) {
 	require.NoError(t, err)
 
 	const jobID = "relay-elsewhere"
-	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte(relayYAML)})
+	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte(serve.RelayYAML)})
 	require.NoError(t, err)
 	// Another machine's worker claimed it, then stopped answering.
 	js, err := natsjs.New(nc)

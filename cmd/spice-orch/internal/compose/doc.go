@@ -1,13 +1,18 @@
-// Package compose is the spice-orch command's composition root below the
-// command line: from a validated spec it builds, with plain constructors,
-// everything one pair needs — the compiled tools confined to the
-// workspace, one plan over them, or a plugins/host.Source serving them
-// with the spec's pinned plugins, a provider per worker (scripted or
-// OpenAI-compatible), both workers' engines with unique IDs, the handoff
-// policy, the limits, the approval policy with its broker, and the
-// injected store as a required observer of every run log and of the pair
-// timeline, ahead of the timeline's other observers — and hands back a
-// Pair whose orchestrator.Config is ready to start.
+// Package compose is the composition root of one pair: from a validated
+// spec it builds, with plain constructors, everything one pair needs —
+// the compiled tools confined to the workspace and the tools of the
+// spec's MCP servers (connected with mcp/client), one plan over them, or
+// a plugins/host.Source serving them with the spec's pinned plugins, a
+// provider per worker (scripted or OpenAI-compatible), both workers'
+// engines with unique IDs, the handoff policy, the limits, the approval
+// policy with its broker, and the injected store as a required observer
+// of every run log and of the pair timeline, ahead of the timeline's
+// other observers — and hands back a Pair whose orchestrator.Config is
+// ready to start.
+//
+// `run` uses it directly; `serve` and `worker` (packages serve and
+// jobworker, the composition roots of those commands) use it through
+// remotespec, which decides first what an untrusted spec may ask for.
 //
 // It must not parse flags, read files other than through the packages it
 // composes, print, or decide exit codes; the environment reaches it only

@@ -1,4 +1,4 @@
-package cli
+package otelsetup
 
 import (
 	"context"
@@ -23,11 +23,11 @@ func TestD3_SchedulerStatsReadARealScheduler(t *testing.T) {
 
 func TestD3_ProviderNamesFollowTheSpec(t *testing.T) {
 	require.Equal(t, map[string]string{"writer": "spice_orch.scripted", "reviewer": "spice_orch.scripted"},
-		providerNames(spec.Builtin()))
+		ProviderNames(spec.Builtin()))
 	require.Equal(t, "openai", providerName(spec.OpenAI))
-	_, err := parseProviders([]string{"writer"})
+	_, err := ParseProviders([]string{"writer"})
 	require.Error(t, err)
-	got, err := parseProviders([]string{"writer=openai"})
+	got, err := ParseProviders([]string{"writer=openai"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"writer": "openai"}, got)
 }

@@ -1,4 +1,4 @@
-package cli
+package remotespec
 
 import (
 	"encoding/json"

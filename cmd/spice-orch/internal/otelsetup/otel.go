@@ -1,4 +1,4 @@
-package cli
+package otelsetup
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/render"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -17,15 +18,34 @@ import (
 	"github.com/spice-orch/spice-orch/telemetry"
 )
 
-// otelShutdownTimeout bounds the flush of buffered spans and metrics when
+// Env is what the setup reads of the process.
+type Env struct {
+	Getenv  func(string) string
+	Stderr  io.Writer // the console exporter's output
+	Version string    // the service.version resource attribute
+}
+
+// UsageError is a setting or flag telemetry does not understand: bad
+// usage, said before anything runs.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// oneLine is the first line of s, shown as render.Field shows a value.
+func oneLine(s string) string {
+	if first, _, more := strings.Cut(s, "\n"); more {
+		return render.Field(first) + " ..."
+	}
+	return render.Field(s)
+}
+
+// ShutdownTimeout bounds the flush of buffered spans and metrics when
 // a command ends: an unreachable collector costs at most this long.
-const otelShutdownTimeout = 10 * time.Second
+const ShutdownTimeout = 10 * time.Second
 
-// otelHelp is the --otel flag's help, shared by the commands that have it.
-const otelHelp = "send a trace of the pair (and its metrics) to OpenTelemetry, configured by the OTEL_* environment (see 'spice-orch runs export-trace --help')"
-
-// providerNames gives each worker role of s its gen_ai.provider.name.
-func providerNames(s spec.Spec) map[string]string {
+// ProviderNames gives each worker role of s its gen_ai.provider.name.
+func ProviderNames(s spec.Spec) map[string]string {
 	out := make(map[string]string, len(s.Workers))
 	for _, w := range s.Workers {
 		out[w.Role] = providerName(w.Provider)
@@ -40,24 +60,24 @@ func providerName(p spec.Provider) string {
 	return string(p) // "openai" is the semantic conventions' own name
 }
 
-// otelSession is telemetry for one command: the providers built from the
+// Session is telemetry for one command: the providers built from the
 // environment and the Telemetry drawing with them.
-type otelSession struct {
-	providers *telemetry.Providers
-	tel       *telemetry.Telemetry
+type Session struct {
+	Providers *telemetry.Providers
+	Telemetry *telemetry.Telemetry
 }
 
-// setupOTel builds the providers from the environment, for every command
+// Setup builds the providers from the environment, for every command
 // with --otel. Telemetry can never fail a pair, but a setting it does not
 // understand is a usage error, said before anything runs.
-func setupOTel(ctx context.Context, env Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
-	o.Getenv, o.ServiceVersion, o.Console = env.Getenv, version(), env.Stderr
+func Setup(ctx context.Context, env Env, o telemetry.SetupOptions) (*telemetry.Providers, error) {
+	o.Getenv, o.ServiceVersion, o.Console = env.Getenv, env.Version, env.Stderr
 	ps, err := telemetry.Setup(ctx, o)
 	if err != nil {
 		if errors.Is(err, telemetry.ErrUnsupported) {
-			return nil, usageErr(err)
+			return nil, &UsageError{Err: err}
 		}
-		return nil, failed(fmt.Errorf("telemetry: %w", err))
+		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	return ps, nil
 }
@@ -68,15 +88,15 @@ func newTelemetry(ps *telemetry.Providers, providers map[string]string) (*teleme
 	cfg.Providers = providers
 	tel, err := telemetry.New(cfg)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, &UsageError{Err: err}
 	}
 	return tel, nil
 }
 
-// startOTel builds telemetry from the environment for a command that
+// Start builds telemetry from the environment for a command that
 // draws one pair (run, export-trace).
-func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]string) (*otelSession, error) {
-	ps, err := setupOTel(ctx, env, telemetry.SetupOptions{Metrics: metrics})
+func Start(ctx context.Context, env Env, metrics bool, providers map[string]string) (*Session, error) {
+	ps, err := Setup(ctx, env, telemetry.SetupOptions{Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -85,19 +105,19 @@ func startOTel(ctx context.Context, env Env, metrics bool, providers map[string]
 		_ = ps.Shutdown(ctx)
 		return nil, err
 	}
-	return &otelSession{providers: ps, tel: tel}, nil
+	return &Session{Providers: ps, Telemetry: tel}, nil
 }
 
-// observe adds the session to a pair's timeline as a best-effort
+// Observe adds the session to a pair's timeline as a best-effort
 // observer, and lets it read what the workers' providers say of
 // themselves: it never blocks or fails the pair.
-func (o *otelSession) observe(cfg *orchestrator.Config) { o.tel.Instrument(cfg) }
+func (o *Session) Observe(cfg *orchestrator.Config) { o.Telemetry.Instrument(cfg) }
 
-// writeRecord writes the pair's trace record (its workers' provider names
+// WriteRecord writes the pair's trace record (its workers' provider names
 // and the span it continues, if any) to the store beside its timeline, for
 // 'runs export-trace' to draw the trace it drew live. A store that refuses
 // it is said on stderr; the pair runs all the same.
-func writeRecord(ctx context.Context, stderr io.Writer, st eventlog.Observer, cfg *orchestrator.Config, parent trace.SpanContext) {
+func WriteRecord(ctx context.Context, stderr io.Writer, st eventlog.Observer, cfg *orchestrator.Config, parent trace.SpanContext) {
 	if st == nil {
 		return
 	}
@@ -107,19 +127,19 @@ func writeRecord(ctx context.Context, stderr io.Writer, st eventlog.Observer, cf
 	}
 }
 
-// shutdown flushes what is buffered, within otelShutdownTimeout, and says
+// Shutdown flushes what is buffered, within ShutdownTimeout, and says
 // on stderr what could not be sent or drawn: telemetry never changes a
 // command's exit code.
-func (o *otelSession) shutdown(stderr io.Writer) {
-	st := o.tel.Stats()
-	shutdownOTel(stderr, o.providers, st.Lost+st.Failures)
+func (o *Session) Shutdown(stderr io.Writer) {
+	st := o.Telemetry.Stats()
+	shutdownOTel(stderr, o.Providers, st.Lost+st.Failures)
 }
 
-// shutdownOTel flushes and stops ps within otelShutdownTimeout, and says
+// shutdownOTel flushes and stops ps within ShutdownTimeout, and says
 // on stderr what could not be sent, and how many timeline events could
 // not be drawn.
 func shutdownOTel(stderr io.Writer, ps *telemetry.Providers, undrawn uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), otelShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	if err := ps.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "spice-orch: telemetry: not all of it was sent: %s\n", oneLine(err.Error()))
@@ -129,13 +149,13 @@ func shutdownOTel(stderr io.Writer, ps *telemetry.Providers, undrawn uint64) {
 	}
 }
 
-// parseProviders reads --provider ROLE=NAME flags.
-func parseProviders(flags []string) (map[string]string, error) {
+// ParseProviders reads --provider ROLE=NAME flags.
+func ParseProviders(flags []string) (map[string]string, error) {
 	out := make(map[string]string, len(flags))
 	for _, f := range flags {
 		role, name, ok := strings.Cut(f, "=")
 		if !ok || role == "" || name == "" {
-			return nil, usageErr(errors.New("--provider takes ROLE=NAME, for example writer=openai"))
+			return nil, &UsageError{Err: errors.New("--provider takes ROLE=NAME, for example writer=openai")}
 		}
 		out[role] = name
 	}

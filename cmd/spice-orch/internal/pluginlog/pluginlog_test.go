@@ -1,4 +1,4 @@
-package cli
+package pluginlog
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/plugins/host"
-	"github.com/spice-orch/spice-orch/store"
 )
 
 type captured struct {
@@ -40,20 +39,20 @@ func genPlan(id, gen string, pid int) host.GenerationPlan {
 func TestP6_PluginLogRecordsARestartWithBothPlans(t *testing.T) {
 	c := &captured{}
 	clock := time.Date(2026, 12, 1, 21, 22, 15, 0, time.UTC)
-	r, err := newPluginRecorder("pair-x", c, func() time.Time { return clock }, 0)
+	r, err := NewRecorder("pair-x", c, func() time.Time { return clock }, 0)
 	require.NoError(t, err)
 	plans := map[plan.ID]host.GenerationPlan{"plan-pair-x-1": genPlan("plan-pair-x-1", "wordcount-g1", 11)}
 	lookup := func(id plan.ID) (host.GenerationPlan, bool) { gp, ok := plans[id]; return gp, ok }
 
-	r.onEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-1"})
-	r.setLookup(lookup)
-	require.NoError(t, r.flush(t.Context()))
+	r.OnEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-1"})
+	r.SetLookup(lookup)
+	require.NoError(t, r.Flush(t.Context()))
 	plans["plan-pair-x-2"] = genPlan("plan-pair-x-2", "wordcount-g2", 22)
-	r.onEvent(host.Event{Kind: host.EventDead, Generation: "wordcount-g1", Reason: "exit status 3"})
-	r.onEvent(host.Event{Kind: host.EventRestarted, Generation: "wordcount-g2", Reason: "replaces wordcount-g1"})
-	r.onEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-2"})
+	r.OnEvent(host.Event{Kind: host.EventDead, Generation: "wordcount-g1", Reason: "exit status 3"})
+	r.OnEvent(host.Event{Kind: host.EventRestarted, Generation: "wordcount-g2", Reason: "replaces wordcount-g1"})
+	r.OnEvent(host.Event{Kind: host.EventActivated, Plan: "plan-pair-x-2"})
 	delete(plans, "plan-pair-x-2") // evicted before the flush: resolved already
-	require.NoError(t, r.flush(t.Context()))
+	require.NoError(t, r.Flush(t.Context()))
 
 	var kinds, payloads []string
 	for _, e := range c.evs {
@@ -69,32 +68,19 @@ func TestP6_PluginLogRecordsARestartWithBothPlans(t *testing.T) {
 	require.Contains(t, payloads[3], `"pid":22`)
 
 	for range maxPluginEvents + 2 {
-		r.onEvent(host.Event{Kind: host.EventDraining, Generation: "wordcount-g2"})
+		r.OnEvent(host.Event{Kind: host.EventDraining, Generation: "wordcount-g2"})
 	}
-	require.NoError(t, r.flush(t.Context()))
+	require.NoError(t, r.Flush(t.Context()))
 	require.Len(t, c.evs, 4+maxPluginEvents)
-	require.ErrorContains(t, r.close(t.Context()), "2 plugin events over the bound")
+	require.ErrorContains(t, r.Close(t.Context()), "2 plugin events over the bound")
 
-	var b strings.Builder
-	var recorded []recordedPluginEvent
+	var recorded []Recorded
 	for _, e := range c.evs[:4] {
-		re := recordedPluginEvent{Kind: e.Kind(), Time: e.Time()}
-		require.NoError(t, json.Unmarshal(e.Payload().AppendJSON(nil), &re.pluginEvent))
+		re := Recorded{Kind: e.Kind(), Time: e.Time()}
+		require.NoError(t, json.Unmarshal(e.Payload().AppendJSON(nil), &re.Event))
 		recorded = append(recorded, re)
 	}
-	showPlugins(&b, recorded, []store.RunSummary{{ID: "pair-x/writer/run-1", PlanID: "plan-pair-x-1"},
-		{ID: "pair-x/reviewer/run-1", PlanID: "plan-pair-x-2"}})
-	require.Equal(t, `
-plugin generations (by plan)
-  plan-pair-x-1 (1 run)
-    wordcount-g1  wordcount 1.0.0  sha256 abababababab  pid 11
-  plan-pair-x-2 (1 run)
-    wordcount-g2  wordcount 1.0.0  sha256 abababababab  pid 22
-
-plugin events
-  21:22:15.000  plan.activated       plan-pair-x-1
-  21:22:15.000  generation.dead      wordcount-g1: exit status 3
-  21:22:15.000  generation.restarted wordcount-g2: replaces wordcount-g1
-  21:22:15.000  plan.activated       plan-pair-x-2
-`, b.String())
+	require.Equal(t, Generation{Generation: "wordcount-g1", Name: "wordcount", Version: "1.0.0",
+		SHA256: strings.Repeat("ab", 32), Path: "/opt/wc", PID: 11}, recorded[0].Generations[0])
+	require.Equal(t, "plan-pair-x-2", recorded[3].PlanID)
 }

@@ -1,13 +1,10 @@
-package cli
+package remotespec
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
@@ -15,37 +12,50 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/mcplog"
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/otelsetup"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
 	"github.com/spice-orch/spice-orch/kernel/event"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
+	"github.com/spice-orch/spice-orch/toolgen"
 )
 
-// builder turns a spec that arrived over HTTP into a pair. Such a spec is
+// Builder turns a spec that arrived over HTTP into a pair. Such a spec is
 // untrusted: it may not choose a place on this machine's file system (the
 // server gives the pair its workspace), nor spend this server's API key
 // unless the operator allowed it, nor point a worker at another server.
-type builder struct {
-	st          eventlog.Observer // the store
-	record      eventlog.Observer // the store itself, for the pairs' trace records
-	getenv      func(string) string
-	pace        time.Duration
-	allowOpenAI bool
-	extra       func(pairID string) []eventlog.Observer
-	otel        *serveOTel                 // nil without --otel
-	built       func(*orchestrator.Config) // a test hook
-	// approve is the policy of a spec without approve:, approveTimeout
-	// each question's wait; approvals holds the questions for the API.
-	approve        orchestrator.ApprovalPolicy
-	approveTimeout time.Duration
-	approvals      *orchestrator.Approvals
-	// plugin, when set, is a plugin the operator adds to every pair.
-	plugin func() (spec.Plugin, bool)
-	mcp    *serveMCP // the --mcp servers; nil without
+type Builder struct {
+	Store  eventlog.Observer // the store, or what stands for it, as each pair's required observer
+	Record eventlog.Observer // the store itself, for the pairs' trace records
+	Getenv func(string) string
+	// Pace holds an all-scripted pair after each event (0: full speed).
+	Pace time.Duration
+	// AllowOpenAI lets a spec use provider openai, and so this process's
+	// API key.
+	AllowOpenAI bool
+	// Extra adds observers to a pair's timeline after the pacing.
+	Extra func(pairID string) []eventlog.Observer
+	OTel  *otelsetup.Serve           // nil draws nothing
+	Built func(*orchestrator.Config) // a test hook, told of each config built
+	// Approve is the policy of a spec without approve:, ApproveTimeout
+	// each question's wait; Approvals holds the questions for the API.
+	Approve        orchestrator.ApprovalPolicy
+	ApproveTimeout time.Duration
+	Approvals      *orchestrator.Approvals
+	// Plugin, when set, is a plugin the operator adds to every pair
+	// (plugin dev --serve: its active build).
+	Plugin func() (spec.Plugin, bool)
+	// MCP, when set, are the MCP servers every pair shares (serve --mcp).
+	MCP *servers.Source
 }
 
-func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
+// Build is server.Config.Build: it decodes the request's spec, refuses
+// what such a spec may not ask for with a *server.RequestError, and
+// composes the rest.
+func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Built, error) {
 	file := "request.yaml"
 	if req.ContentType == "application/json" {
 		file = "request.json"
@@ -77,14 +87,14 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.MCPServers) > 0 {
 		return refuse("mcp_servers", "a spec sent over HTTP may not name MCP servers; the server's own (--mcp) serve every pair")
 	}
-	if b.plugin != nil {
-		if p, ok := b.plugin(); ok {
+	if b.Plugin != nil {
+		if p, ok := b.Plugin(); ok {
 			s.Plugins = append(s.Plugins, p)
 		}
 	}
 	// A spec without approve: gets the server's policy; the answers come
 	// through the API (and the page), from whoever holds the token.
-	appr := orchestrator.ApprovalConfig{Policy: b.approve, Timeout: b.approveTimeout}
+	appr := orchestrator.ApprovalConfig{Policy: b.Approve, Timeout: b.ApproveTimeout}
 	if s.Approve != "" {
 		pol, err := orchestrator.ParseApprovalPolicy(s.Approve)
 		if err != nil {
@@ -97,7 +107,7 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		if w.Provider != spec.Scripted {
 			scripted = false
 		}
-		if w.Provider == spec.OpenAI && !b.allowOpenAI {
+		if w.Provider == spec.OpenAI && !b.AllowOpenAI {
 			return refuse("workers["+strconv.Itoa(i)+"].provider", "this server does not allow provider openai (start it with --allow-openai)")
 		}
 		if w.OpenAI.BaseURL != "" {
@@ -106,22 +116,22 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 	}
 	// With the server's MCP servers, the plan is known only once Build
 	// leases it, which checks the calls then.
-	if err := compose.Check(s); err != nil && b.mcp == nil {
+	if err := compose.Check(s); err != nil && b.MCP == nil {
 		return server.Built{}, &server.RequestError{Message: file + ": " + err.Error(), Err: err}
 	}
 	// The feed comes right after the store, so it is told only what the
 	// store has made durable; pacing and test hooks come after it.
 	timeline := []eventlog.Observer{req.Timeline}
-	if scripted && b.pace > 0 {
-		timeline = append(timeline, pacer(b.pace))
+	if scripted && b.Pace > 0 {
+		timeline = append(timeline, pacer(b.Pace))
 	}
-	if b.extra != nil {
-		timeline = append(timeline, b.extra(req.PairID)...)
+	if b.Extra != nil {
+		timeline = append(timeline, b.Extra(req.PairID)...)
 	}
 	p, err := compose.Build(compose.Options{
 		Spec: s, Task: req.Task, Workspace: req.Workspace, PairID: req.PairID,
-		Store: b.st, Timeline: timeline, Getenv: b.getenv,
-		Approval: appr, Broker: b.approvals, SharedMCP: b.mcp.source(),
+		Store: b.Store, Timeline: timeline, Getenv: b.Getenv,
+		Approval: appr, Broker: b.Approvals, SharedMCP: b.MCP,
 	})
 	if err != nil {
 		var ce *compose.ConfigError
@@ -131,27 +141,44 @@ func (b *builder) build(ctx context.Context, req server.BuildRequest) (server.Bu
 		return server.Built{}, err
 	}
 	var parent trace.SpanContext
-	if b.otel != nil {
+	if b.OTel != nil {
 		parent = trace.SpanContextFromContext(ctx)
 	}
-	writeRecord(ctx, io.Discard, b.record, &p.Config, parent)
-	if b.mcp != nil {
-		_ = b.mcp.record(ctx, b.st, req.PairID, p)
+	otelsetup.WriteRecord(ctx, io.Discard, b.Record, &p.Config, parent)
+	if b.MCP != nil {
+		// A failure loses only this record.
+		_ = recordLeased(ctx, b.Store, req.PairID, p)
 	}
 	closeFn := p.Close
-	if b.otel != nil {
-		drawn, err := b.otel.pair(ctx, &p.Config, providerNames(s))
+	if b.OTel != nil {
+		drawn, err := b.OTel.Pair(ctx, &p.Config, otelsetup.ProviderNames(s))
 		if err != nil {
 			p.Close()
 			return server.Built{}, err
 		}
 		closeFn = func() { p.Close(); drawn() }
 	}
-	if b.built != nil {
-		b.built(&p.Config)
+	if b.Built != nil {
+		b.Built(&p.Config)
 	}
-	view, redact := shown(s, b.getenv)
+	view, redact := shown(s, b.Getenv)
 	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned(), Spec: view, Redact: redact}, nil
+}
+
+// recordLeased writes the pair's MCP log: one plan.leased event naming
+// the generations of the shared servers' plan it was built with, each
+// marked pinned or not.
+func recordLeased(ctx context.Context, st eventlog.Observer, pairID string, p *compose.Pair) error {
+	gens, ok := p.MCPPlan(p.Plan.ID)
+	if !ok {
+		return nil
+	}
+	r, err := mcplog.NewRecorder(pairID, st, time.Now, 0)
+	if err != nil {
+		return err
+	}
+	r.OnEvent(servers.Event{Event: toolgen.Event{Kind: mcplog.KindPlanLeased, Plan: p.Plan.ID}, Generations: gens})
+	return errors.Join(r.Flush(ctx), r.Close(ctx))
 }
 
 // lineOf finds the line of a top-level field in a YAML or JSON body, or 0.
@@ -186,64 +213,6 @@ func (p pacer) Observe(ctx context.Context, e eventlog.Event) error {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-	}
-	return nil
-}
-
-// builtinYAML is the built-in pair as a spec, the form's first example.
-func builtinYAML() string {
-	s := spec.Builtin()
-	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
-	var b strings.Builder
-	b.WriteString("# The built-in pair: a scripted writer and reviewer that call the real\n")
-	b.WriteString("# file tools, one rejected round and one approved. Offline, no API key.\n")
-	b.WriteString("# It writes its draft without asking; remove approve: to approve each write.\n")
-	b.WriteString("version: 1\nname: " + s.Name + "\ntask: " + q(s.Task) + "\npattern: review\napprove: never\nworkers:\n")
-	for _, w := range s.Workers {
-		b.WriteString("  - role: " + w.Role + "\n    provider: scripted\n    model: " + w.Model + "\n")
-		b.WriteString("    max_turns: " + strconv.Itoa(w.MaxTurns) + "\n    system: " + q(w.System) + "\n")
-	}
-	b.WriteString("handoff:\n  done_marker: " + s.Handoff.DoneMarker + "\nlimits:\n  max_rounds: " + strconv.Itoa(s.Limits.MaxRounds) + "\n")
-	return b.String()
-}
-
-const relayYAML = `# A relay: the writer answers once, the reviewer once.
-version: 1
-name: relay-demo
-pattern: relay
-workers:
-  - role: writer
-    provider: scripted
-    script:
-      - text: "Here is a haiku. Autumn moon rises / over the quiet harbor / boats dream of the sea."
-        usage: {input: 40, output: 20}
-  - role: reviewer
-    provider: scripted
-    script:
-      - text: "A fine haiku: five, seven, five."
-        usage: {input: 60, output: 10}
-`
-
-func examples() []server.Example {
-	return []server.Example{
-		{Name: "builtin-review", Description: "the built-in writer/reviewer pair", ContentType: "application/yaml", Spec: builtinYAML()},
-		{Name: "relay-demo", Description: "a scripted relay, once each", ContentType: "application/yaml", Spec: relayYAML},
-	}
-}
-
-// startDemo submits the built-in pair through the server's own handler,
-// as a same-origin client would.
-func startDemo(h http.Handler, token string) error {
-	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/pairs", strings.NewReader(builtinYAML()))
-	req.Header.Set("Content-Type", "application/yaml")
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusCreated {
-		return errors.New("HTTP " + strconv.Itoa(rec.Code) + ": " + strings.TrimSpace(rec.Body.String()))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"context"
@@ -13,47 +13,56 @@ import (
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/compose"
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/spec"
-	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/interaction"
 	"github.com/spice-orch/spice-orch/mcp/client"
 	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/server"
-	"github.com/spice-orch/spice-orch/toolgen"
 )
 
-// serveMCP are the MCP servers that serve --mcp shares among its pairs.
-type serveMCP struct {
+// sharedMCP are the MCP servers that serve --mcp shares among its pairs.
+type sharedMCP struct {
 	src       *servers.Source
 	approvals *orchestrator.Approvals
 	timeout   time.Duration
 	seq       atomic.Uint64
 }
 
-// openServeMCP connects the mcp_servers of the spec file at path once.
-// With an approval policy other than never, a candidate generation whose
-// tool definitions changed waits for an operator's answer through the
+// openMCP connects the mcp_servers of the spec file at path once. With
+// an approval policy other than never, a candidate generation whose tool
+// definitions changed waits for an operator's answer through the
 // approval API, under the pair ID server.ServerQuestions, before it
-// serves new pairs; no answer within timeout denies it.
-func openServeMCP(ctx context.Context, path string, policy orchestrator.ApprovalPolicy, timeout time.Duration,
-	approvals *orchestrator.Approvals, onEvent func(servers.Event)) (*serveMCP, error) {
+// serves new pairs; no answer within timeout denies it. A spec it cannot
+// use is a *ConfigError.
+func openMCP(ctx context.Context, path string, policy orchestrator.ApprovalPolicy, timeout time.Duration,
+	approvals *orchestrator.Approvals, onEvent func(servers.Event)) (*sharedMCP, error) {
 	s, err := spec.DecodeFile(path)
 	if err != nil {
-		return nil, err
+		return nil, mcpErr(err)
 	}
 	if len(s.MCPServers) == 0 {
-		return nil, errors.New(path + ": the spec lists no mcp_servers")
+		return nil, errors.New("--mcp: " + path + ": the spec lists no mcp_servers")
 	}
-	m := &serveMCP{approvals: approvals, timeout: timeout}
+	m := &sharedMCP{approvals: approvals, timeout: timeout}
 	cfg := servers.Config{PlanPrefix: "mcp", OnEvent: onEvent}
 	if !policy.IsNever() {
 		cfg.Approve = m.approve
 	}
 	if m.src, err = compose.SharedMCP(ctx, s.MCPServers, cfg); err != nil {
-		return nil, err
+		return nil, mcpErr(err)
 	}
 	return m, nil
+}
+
+// mcpErr is err of --mcp: bad usage when the spec is at fault.
+func mcpErr(err error) error {
+	var ce *compose.ConfigError
+	var se *spec.Error
+	if errors.As(err, &ce) || errors.As(err, &se) {
+		return usage(fmt.Errorf("--mcp: %w", err))
+	}
+	return fmt.Errorf("--mcp: %w", err)
 }
 
 // candidateArguments is what an operator is asked to approve: the
@@ -77,15 +86,20 @@ func digests(infos []client.Info) map[string]string {
 // approve asks the operator about candidate c through the approvals
 // broker: an approval question whose tool is the server and whose
 // arguments are the definitions' digests.
-func (m *serveMCP) approve(ctx context.Context, c servers.Candidate) (bool, error) {
+func (m *sharedMCP) approve(ctx context.Context, c servers.Candidate) (bool, error) {
 	args, err := json.Marshal(candidateArguments{Server: c.Server, Pinned: c.Pinned, Tools: digests(c.Tools), Active: digests(c.Active)})
 	if err != nil {
 		return false, err
 	}
 	sum := sha256.Sum256(append([]byte("spice-orch/mcp.candidate/v1\x00"), args...))
 	digest := hex.EncodeToString(sum[:])
+	// Replay carries the word runs show marks the server's code with.
+	replay := "pinned"
+	if !c.Pinned {
+		replay = "UNPINNED"
+	}
 	prompt, err := json.Marshal(orchestrator.Approval{Type: orchestrator.ApprovalKind, Pair: server.ServerQuestions,
-		Worker: "mcp", Tool: c.Server, Effect: "tools_changed", Replay: pinnedWord(c.Pinned),
+		Worker: "mcp", Tool: c.Server, Effect: "tools_changed", Replay: replay,
 		Arguments: args, ArgumentsBytes: len(args), Digest: digest})
 	if err != nil {
 		return false, err
@@ -108,55 +122,15 @@ func (m *serveMCP) approve(ctx context.Context, c servers.Candidate) (bool, erro
 	return a.Text() == orchestrator.ApprovalAnswer(digest, true), nil
 }
 
-// openServeMCPFlag opens the servers of --mcp; nil without the flag.
-func openServeMCPFlag(ctx context.Context, f serveFlags, policy orchestrator.ApprovalPolicy,
-	approvals *orchestrator.Approvals, onEvent func(servers.Event)) (*serveMCP, error) {
-	if f.mcp == "" {
-		return nil, nil
-	}
-	if f.nats != "" || f.embeddedNATS != "" {
-		return nil, usageErr(errors.New("--mcp: pairs that workers play would not reach this server's MCP servers; use it without --nats"))
-	}
-	m, err := openServeMCP(ctx, f.mcp, policy, f.approveTimeout, approvals, onEvent)
-	if err != nil {
-		var ce *compose.ConfigError
-		var se *spec.Error
-		if errors.As(err, &ce) || errors.As(err, &se) {
-			return nil, usageErr(fmt.Errorf("--mcp: %w", err))
-		}
-		return nil, failed(fmt.Errorf("--mcp: %w", err))
-	}
-	return m, nil
-}
-
-// kindPlanLeased is the MCP log event of a serve pair: the generations
-// of the servers' plan it was built with.
-const kindPlanLeased = "plan.leased"
-
-// record writes the pair's MCP log: one plan.leased event naming the
-// generations of its plan, each marked pinned or not. A failure loses
-// only that record.
-func (m *serveMCP) record(ctx context.Context, st eventlog.Observer, pairID string, p *compose.Pair) error {
-	gens, ok := p.MCPPlan(p.Plan.ID)
-	if !ok {
-		return nil
-	}
-	r, err := newMCPRecorder(pairID, st, time.Now, 0)
-	if err != nil {
-		return err
-	}
-	r.onEvent(servers.Event{Event: toolgen.Event{Kind: kindPlanLeased, Plan: p.Plan.ID}, Generations: gens})
-	return errors.Join(r.flush(ctx), r.close(ctx))
-}
-
-func (m *serveMCP) source() *servers.Source {
+// source is nil without --mcp.
+func (m *sharedMCP) source() *servers.Source {
 	if m == nil {
 		return nil
 	}
 	return m.src
 }
 
-func (m *serveMCP) close() {
+func (m *sharedMCP) close() {
 	if m != nil {
 		_ = m.src.Close()
 	}

@@ -1,0 +1,129 @@
+package jobworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/remotespec"
+	"github.com/spice-orch/spice-orch/jetstream"
+	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/server"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// Config is one worker, as the worker command's flags chose it.
+type Config struct {
+	URL   string        // the NATS server
+	Name  string        // the job backend's name on it
+	Pairs int           // pairs played at once
+	Drain time.Duration // how long held pairs may finish once ctx ends
+
+	// Store records every pair played, and is where a job delivered
+	// again is resumed from; StorePath names it in messages. Each pair's
+	// workspace is made in DataDir/workspaces, which must exist.
+	Store     *store.Store
+	StorePath string
+	DataDir   string
+
+	// Stdout and Stderr take the worker's messages to its operator.
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Ready, if set, is called once the worker fetches.
+	Ready func()
+}
+
+// Run plays jobs until ctx is done, then drains.
+func Run(ctx context.Context, cfg Config) error {
+	nc, err := jetstream.Connect(cfg.URL, jetstream.ConnectConfig{Name: "spice-orch worker",
+		Log: slog.New(slog.NewTextHandler(cfg.Stderr, nil)).With("cmd", "worker")})
+	if err != nil {
+		return fmt.Errorf("nats: %w", err)
+	}
+	defer nc.Close()
+	b, err := jetstream.Open(ctx, jetstream.Config{Conn: nc, Name: cfg.Name})
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	bld := &remotespec.Builder{Store: cfg.Store, Record: cfg.Store, Getenv: cfg.Getenv}
+	fmt.Fprintf(cfg.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", cfg.Pairs, jetstream.Redact(cfg.URL), cfg.StorePath)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	play := func(ctx context.Context, j job.Job) job.Report {
+		pub, err := b.Timeline(j.ID, jetstream.TimelineConfig{})
+		if err != nil {
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "spec_refused", Error: err.Error()}
+		}
+		rep := playJob(ctx, bld, filepath.Join(cfg.DataDir, "workspaces"), j, pub)
+		// A pair's terminal publishes what is left; a pair that never
+		// started has nothing to publish.
+		_ = pub.Flush(context.WithoutCancel(ctx))
+		return rep
+	}
+	// A job delivered again after it started is resumed from this
+	// store's record of its pair when it holds it (workers sharing a
+	// store), and otherwise from the events stream, built again as play
+	// built it: without this store, which lacks the pair's beginning.
+	resumeBuild := func(bld *remotespec.Builder) jetstream.BuildFunc {
+		return func(ctx context.Context, j job.Job) (orchestrator.Config, func(), error) {
+			ws := filepath.Join(cfg.DataDir, "workspaces", j.ID)
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
+				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
+			if err != nil {
+				return orchestrator.Config{}, nil, err
+			}
+			return *built.Config, built.Close, nil
+		}
+	}
+	resume := b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv}), jetstream.TimelineConfig{})
+	return b.Work(ctx, jetstream.WorkerConfig{Pairs: cfg.Pairs, Play: play, Resume: resume, Drain: cfg.Drain})
+}
+
+// discard stands for the timeline of a resumed pair: the backend adds
+// its publisher.
+var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
+
+// playJob builds the job's pair from its spec and plays it to its end,
+// its timeline told to timeline after the local store.
+func playJob(ctx context.Context, bld *remotespec.Builder, workspaces string, j job.Job, timeline eventlog.Observer) job.Report {
+	rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
+	ws := filepath.Join(workspaces, j.ID)
+	if err := os.Mkdir(ws, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		rep.Reason, rep.Error = "workspace", err.Error()
+		return rep
+	}
+	built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws, Body: j.Spec,
+		ContentType: "application/yaml", Timeline: timeline})
+	if err != nil {
+		rep.Reason, rep.Error = "spec_refused", err.Error()
+		return rep
+	}
+	if built.Close != nil {
+		defer built.Close()
+	}
+	pair, err := orchestrator.Run(ctx, *built.Config)
+	return pairReport(ctx, rep, pair, err)
+}
+
+// pairReport reports how a started pair ended.
+func pairReport(ctx context.Context, rep job.Report, pair *orchestrator.Pair, err error) job.Report {
+	if err != nil {
+		rep.Reason, rep.Error = "refused", err.Error()
+		if ctx.Err() != nil {
+			rep.State = job.Cancelled
+		}
+		return rep
+	}
+	return jetstream.PairReport(rep, pair)
+}

@@ -1,0 +1,191 @@
+package pluginlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/plugins/host"
+	"github.com/spice-orch/spice-orch/store"
+)
+
+// Name is the store log of pairID's plugin events.
+func Name(pairID string) string { return pairID + "/plugins" }
+
+// maxPluginEvents bounds the plugin events one pair records.
+const maxPluginEvents = 256
+
+// Generation is a generation in a plan.activated payload.
+type Generation struct {
+	Generation string `json:"generation"`
+	Slot       int    `json:"slot"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	SHA256     string `json:"sha256"`
+	Path       string `json:"path"`
+	PID        int    `json:"pid"`
+}
+
+// Event is the payload of every plugin log event.
+type Event struct {
+	PlanID      string       `json:"plan_id,omitempty"`
+	Generations []Generation `json:"generations,omitempty"`
+	Generation  string       `json:"generation,omitempty"`
+	Slot        int          `json:"slot"`
+	InFlight    int          `json:"in_flight,omitempty"`
+	Reason      string       `json:"reason,omitempty"`
+}
+
+// held is a host event waiting for the next flush.
+type held struct {
+	at   time.Time
+	ev   host.Event
+	plan *host.GenerationPlan // resolved for plan.activated
+}
+
+// Recorder collects the host's events (OnEvent must return quickly,
+// and the first one comes before the host is known) and records them in
+// the plugin log at flush points: after compose.Build and after the host
+// closed.
+type Recorder struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	lookup  func(plan.ID) (host.GenerationPlan, bool)
+	pending []held
+	dropped int
+	log     *eventlog.Log
+}
+
+// NewRecorder starts pairID's plugin log, recorded through st (the
+// store, or what stands for it). after is the last sequence the log
+// already holds: a resumed pair's host continues it.
+func NewRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*Recorder, error) {
+	l, err := eventlog.New(eventlog.Config{
+		Name: Name(pairID), MaxEvents: maxPluginEvents + 1, MaxBytes: 4 << 20, After: after,
+		Required: []eventlog.Observer{st},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{now: now, log: l}, nil
+}
+
+// OnEvent is the host's OnEvent: it holds e for the next Flush.
+func (r *Recorder) OnEvent(e host.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) >= maxPluginEvents {
+		r.dropped++
+		return
+	}
+	p := held{at: r.now(), ev: e}
+	if e.Kind == host.EventActivated && r.lookup != nil {
+		// Resolved now: a later activation could evict the plan.
+		if gp, ok := r.lookup(e.Plan); ok {
+			p.plan = &gp
+		}
+	}
+	r.pending = append(r.pending, p)
+}
+
+// SetLookup gives the recorder the host's plans, once Build returned.
+func (r *Recorder) SetLookup(f func(plan.ID) (host.GenerationPlan, bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lookup = f
+}
+
+// Flush records what is held. Events the log refuses are counted in the
+// returned error; the pair's own record is not affected.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	pending, lookup := r.pending, r.lookup
+	r.pending = nil
+	r.mu.Unlock()
+	var errs []error
+	for _, p := range pending {
+		if p.ev.Kind == host.EventActivated && p.plan == nil && lookup != nil {
+			if gp, ok := lookup(p.ev.Plan); ok {
+				p.plan = &gp
+			}
+		}
+		b, err := json.Marshal(payloadOf(p))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		raw, err := eventlog.NewRaw(b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := r.log.Append(ctx, eventlog.Record{Kind: string(p.ev.Kind), Time: p.at, Payload: raw}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes the log, and says how many events the bound dropped.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	dropped := r.dropped
+	r.mu.Unlock()
+	err := r.log.Close(ctx)
+	if dropped > 0 {
+		err = errors.Join(err, fmt.Errorf("%d plugin events over the bound of %d were not recorded", dropped, maxPluginEvents))
+	}
+	return err
+}
+
+func payloadOf(p held) Event {
+	e := p.ev
+	out := Event{PlanID: string(e.Plan), Generation: e.Generation, Slot: e.Slot, InFlight: e.InFlight, Reason: e.Reason}
+	if p.plan != nil {
+		for _, g := range p.plan.Generations {
+			out.Generations = append(out.Generations, Generation{Generation: g.ID, Slot: g.Slot,
+				Name: g.Name, Version: g.Version, SHA256: g.Digest, Path: g.Path, PID: g.PID})
+		}
+	}
+	return out
+}
+
+// Recorded is one event of a recorded plugin log.
+type Recorded struct {
+	Kind string
+	Time time.Time
+	Event
+}
+
+// Read reads pairID's plugin log from st; none when the pair had no
+// plugins (or was recorded before plugin logs existed).
+func Read(ctx context.Context, st *store.Store, pairID string) ([]Recorded, error) {
+	var buf bytes.Buffer
+	err := st.ReplayJSON(ctx, &buf, Name(pairID))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Recorded
+	for line := range bytes.Lines(buf.Bytes()) {
+		e, err := eventlog.Decode(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
+			return nil, err
+		}
+		re := Recorded{Kind: e.Kind(), Time: e.Time()}
+		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &re.Event); err != nil {
+			return nil, err
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
