@@ -70,6 +70,9 @@ type Backend struct {
 	health *health
 	// playing holds the jobs this process's workers play.
 	playing *inflight
+	// now is the clock a worker's heartbeat reads to notice that its
+	// process was paused; tests replace it.
+	now func() time.Time
 }
 
 var _ job.Backend = (*Backend)(nil)
@@ -154,7 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons, playing: &inflight{jobs: make(map[string]*held)}}
+	b := &Backend{cfg: cfg, js: js, stream: stream, kv: kv, cons: cons, playing: &inflight{jobs: make(map[string]*held)}, now: time.Now}
 	if err := b.openEvents(ctx); err != nil {
 		return nil, err
 	}

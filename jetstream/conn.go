@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -179,21 +180,58 @@ func Redact(rawURL string) string {
 func hasPassword(u *url.Userinfo) bool { _, ok := u.Password(); return ok }
 
 // secrets lists the credentials the URLs carry, to be scrubbed from
-// error texts.
+// error texts: a password (or a token: a user without one) decoded,
+// escaped as a path, a query or userinfo would escape it, and as
+// written, with the userinfo as written. The URL is not parsed for
+// them, since the error of an unparsable one quotes it.
 func secrets(rawURL string) []string {
 	var out []string
-	for p := range strings.SplitSeq(rawURL, ",") {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
-		}
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
-		} else if name := u.User.Username(); name != "" && !ok {
-			out = append(out, name)
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
+	for p := range strings.SplitSeq(rawURL, ",") {
+		info, ok := userinfo(strings.TrimSpace(p))
+		if !ok {
+			continue
+		}
+		user, pw, hasPW := strings.Cut(info, ":")
+		sec := pw
+		if !hasPW {
+			sec = user
+		}
+		if sec == "" {
+			continue
+		}
+		add(info)
+		add(sec)
+		if dec, err := url.PathUnescape(sec); err == nil {
+			add(dec)
+			add(url.PathEscape(dec))
+			add(url.QueryEscape(dec))
+			add(url.User(dec).String())
+		}
+	}
+	// The longest first: a form that contains another is replaced whole.
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// userinfo returns the userinfo of a URL as written: what precedes the
+// host's last @.
+func userinfo(raw string) (string, bool) {
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		raw = rest
+	}
+	if i := strings.IndexAny(raw, "/?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	i := strings.LastIndex(raw, "@")
+	if i < 0 {
+		return "", false
+	}
+	return raw[:i], true
 }
 
 // health follows the backend's connection through its status changes:
@@ -207,7 +245,10 @@ type health struct {
 // watchHealth starts following nc's status. Its goroutine ends once nc
 // is closed.
 func watchHealth(nc *nats.Conn) *health {
-	ch := nc.StatusChanged()
+	// Every status, the draining ones too: nats.go's default list
+	// leaves them out.
+	ch := nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED,
+		nats.CONNECTING, nats.DRAINING_SUBS, nats.DRAINING_PUBS)
 	hs := &health{changed: make(chan struct{})}
 	hs.h = healthOf(nc.Status(), time.Now())
 	go func() {
@@ -227,9 +268,14 @@ func watchHealth(nc *nats.Conn) *health {
 
 func healthOf(st nats.Status, now time.Time) job.Health {
 	h := job.Health{Name: "NATS", Since: now.UTC()}
+	// A connection being drained is closing for good: it takes no new
+	// subscription, which every request needs, so it is as unavailable
+	// as up says.
 	switch st {
-	case nats.CONNECTED, nats.DRAINING_SUBS, nats.DRAINING_PUBS:
+	case nats.CONNECTED:
 		h.Available, h.State = true, "connected"
+	case nats.DRAINING_SUBS, nats.DRAINING_PUBS:
+		h.State = "draining"
 	case nats.CLOSED:
 		h.State = "closed"
 	default:
@@ -264,8 +310,10 @@ func (b *Backend) Health() (job.Health, <-chan struct{}) { return b.health.get()
 var _ job.Monitor = (*Backend)(nil)
 
 // up fails fast while the connection is down.
-func (b *Backend) up() error {
-	if st := b.cfg.Conn.Status(); st != nats.CONNECTED {
+func (b *Backend) up() error { return statusErr(b.cfg.Conn.Status()) }
+
+func statusErr(st nats.Status) error {
+	if st != nats.CONNECTED {
 		return fmt.Errorf("%w: NATS connection %s", job.ErrUnavailable, strings.ToLower(st.String()))
 	}
 	return nil

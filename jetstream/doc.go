@@ -35,8 +35,11 @@
 //   - the connection's life (Connect, Health): bounded reconnection, one
 //     log record per loss and return with the URL's credentials
 //     redacted, calls failing at once with job.ErrUnavailable while the
-//     connection is down, and a reconnected worker checking each job it
-//     holds (a cancel put meanwhile, a delivery that took it over).
+//     connection is down, and a reconnected worker, or one whose
+//     heartbeats were late past half of AckWait, checking each job it
+//     holds (a cancel put meanwhile, a delivery that took it over: on
+//     another worker, or on another slot of this one, where each attempt
+//     holds its own entry and the newer stops the older).
 //
 // A job delivered again after it started is never played from its start
 // again (D2): the worker takes the new attempt by compare-and-swap and

@@ -85,6 +85,11 @@ type TimelineConfig struct {
 // terminal; at those two Observe returns only once every batch of the
 // pair is stored: a tool call runs only once its start is on the
 // stream, and a pair that has ended has its whole timeline there.
+//
+// Made within a worker's play, the publisher belongs to the attempt that
+// play holds: once another delivery of the job took it over, on another
+// worker or on another slot of this one, it publishes nothing more and
+// Observe fails.
 func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error) {
 	if err := id.Check("pair.id", pairID); err != nil {
 		return nil, err
@@ -101,7 +106,10 @@ func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error
 	if cfg.Linger < 0 {
 		return nil, bound.Malformedf("timeline.linger", "must not be negative")
 	}
-	return &Publisher{b: b, cfg: cfg, pairID: pairID, subject: b.eventsSubject(pairID)}, nil
+	// Created by a play, the publisher belongs to the attempt the play
+	// holds: a later attempt of the job, on this worker or another, does
+	// not make it its own.
+	return &Publisher{b: b, cfg: cfg, pairID: pairID, subject: b.eventsSubject(pairID), held: b.playing.get(pairID)}, nil
 }
 
 // Publisher publishes one pair's timeline; see Backend.Timeline.
@@ -110,6 +118,9 @@ type Publisher struct {
 	cfg     TimelineConfig
 	pairID  string
 	subject string
+	// held is the attempt of the job that this worker held when the
+	// publisher was made; nil outside a play.
+	held *held
 
 	mu          sync.Mutex
 	buf         []byte // the batch: events' canonical JSON, one a line
@@ -134,7 +145,7 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	if p.err != nil {
 		return p.err
 	}
-	if p.b.playing.lost(p.pairID) {
+	if p.held != nil && p.held.lost.Load() {
 		// Another delivery took the job over: what this attempt does
 		// now, its terminal above all, must not reach the stream.
 		p.buf, p.n, p.first = nil, 0, 0

@@ -222,15 +222,15 @@ var errLeaseLost = errors.New("jetstream: the job was delivered to another worke
 // heartbeats while it plays. The worker's one subscription to the cancel
 // keys tells it of a request made while it plays; a request made before
 // it registered the job is in the bucket, which it reads as the pair
-// starts, and again after each reconnection, when it also checks that no other
-// delivery took the job over. lost reports such a takeover: the pair was
+// starts, and again after each reconnection or late heartbeat, when it
+// also checks that no other delivery took the job over. lost reports such a takeover: the pair was
 // stopped and the job is no longer this worker's.
 func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	h := &held{cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
-	defer cs.remove(j.ID)
+	defer cs.remove(j.ID, h)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -244,6 +244,15 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 // check gets an answer: a takeover stops the play as lost, a cancel
 // request cancels it, and otherwise a heartbeat goes at once rather than
 // at the next tick.
+//
+// A tick that finds more than half of AckWait passed since the last
+// heartbeat went means the process was paused (SIGSTOP, starvation) or
+// could not send: the server may have delivered the job again, and the
+// delivery may be claimed at any later time (a redelivered job waits for
+// a free worker), so from then on every tick checks the job first. Half
+// of AckWait, not all of it: the server counts from when a heartbeat
+// arrives, which may be later than when it was sent, and a needless
+// check costs one read.
 func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h *held) {
 	// A cancel request put before the job was held is in the bucket:
 	// read it as the pair starts, not before, which would delay every
@@ -256,6 +265,7 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		check = ctx.Err() == nil
 	}
+	lapsed, sent := false, b.now()
 	t := time.NewTicker(b.cfg.AckWait / 3)
 	defer t.Stop()
 	for {
@@ -266,7 +276,10 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 		case <-ctx.Done():
 			return
 		}
-		if check {
+		if b.now().Sub(sent) > b.cfg.AckWait/2 {
+			lapsed = true
+		}
+		if check || lapsed {
 			lost, cancelled, err := b.recheck(ctx, j)
 			switch {
 			case err != nil:
@@ -281,7 +294,9 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 			}
 			check = false
 		}
-		_ = msg.InProgress()
+		if msg.InProgress() == nil {
+			sent = b.now()
+		}
 	}
 }
 
@@ -304,29 +319,46 @@ func (b *Backend) recheck(ctx context.Context, j job.Job) (lost, cancelled bool,
 	return false, false, err
 }
 
-// held is a job a worker plays.
+// held is an attempt of a job a worker plays.
 type held struct {
 	cancel context.CancelCauseFunc
 	kick   chan struct{} // asks its heartbeat to check the job; one pending at most
 	lost   atomic.Bool
 }
 
-// inflight holds the jobs a worker plays.
+// inflight holds the jobs a worker plays, each by its latest attempt.
 type inflight struct {
 	mu   sync.Mutex
 	jobs map[string]*held
 }
 
+// add holds an attempt of the job. An older attempt this worker still
+// holds was delivered again to another of its slots, which took the job
+// by compare-and-swap: the older one is stopped as lost.
 func (c *inflight) add(jobID string, h *held) {
 	c.mu.Lock()
+	old := c.jobs[jobID]
 	c.jobs[jobID] = h
+	c.mu.Unlock()
+	if old != nil {
+		old.lost.Store(true)
+		old.cancel(errLeaseLost)
+	}
+}
+
+// remove lets go of the attempt h, unless a newer one replaced it.
+func (c *inflight) remove(jobID string, h *held) {
+	c.mu.Lock()
+	if c.jobs[jobID] == h {
+		delete(c.jobs, jobID)
+	}
 	c.mu.Unlock()
 }
 
-func (c *inflight) remove(jobID string) {
+func (c *inflight) get(jobID string) *held {
 	c.mu.Lock()
-	delete(c.jobs, jobID)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	return c.jobs[jobID]
 }
 
 func (c *inflight) fire(jobID string) {
@@ -336,14 +368,6 @@ func (c *inflight) fire(jobID string) {
 	if h != nil {
 		h.cancel(context.Canceled)
 	}
-}
-
-// lost reports whether the job is held and was taken over.
-func (c *inflight) lost(jobID string) bool {
-	c.mu.Lock()
-	h := c.jobs[jobID]
-	c.mu.Unlock()
-	return h != nil && h.lost.Load()
 }
 
 // kickAll asks every held job's heartbeat to check its job.
