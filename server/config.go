@@ -19,27 +19,27 @@ import (
 
 // Defaults and limits of Config.
 const (
-	DefaultMaxBodyBytes = 1 << 20
-	MaxBodyBytes        = 16 << 20
-	DefaultMaxStreams   = 512
-	MaxStreams          = 1 << 16
+	DefaultMaxBodyBytes  = 1 << 20
+	MaxBodyBytes         = 16 << 20
+	DefaultMaxStreams    = 512
+	MaxStreams           = 1 << 16
+	DefaultHeartbeat     = 15 * time.Second
+	DefaultStreamLag     = 4096
+	MaxStreamLag         = 1 << 16
+	DefaultRetain        = 256
+	MaxRetain            = 1 << 16
+	DefaultStorePoll     = 500 * time.Millisecond
+	DefaultRetainBytes   = 64 << 20
+	MaxRetainBytes       = 1 << 40
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultIdleTimeout   = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's header block.
+	MaxHeaderBytes = 64 << 10
 	// DefaultMaxHealthStreams bounds the health streams (one per open
 	// page) apart from the pairs' streams.
 	DefaultMaxHealthStreams = 64
-	DefaultHeartbeat        = 15 * time.Second
-	DefaultStreamLag        = 4096
-	MaxStreamLag            = 1 << 16
-	DefaultRetain           = 256
-	MaxRetain               = 1 << 16
-	DefaultStorePoll        = 500 * time.Millisecond
-	DefaultRetainBytes      = 64 << 20
-	MaxRetainBytes          = 1 << 40
-	DefaultWriteTimeout     = 10 * time.Second
-	DefaultHeaderTimeout    = 10 * time.Second
-	DefaultBodyTimeout      = 30 * time.Second
-	DefaultIdleTimeout      = 2 * time.Minute
-	// MaxHeaderBytes bounds a request's header block.
-	MaxHeaderBytes = 64 << 10
 	// feedMaxEvents and feedMaxBytes bound what a feed keeps of one pair
 	// in memory; a cursor older than what it keeps is served from the
 	// store.
