@@ -21,10 +21,10 @@ const (
 	codeAnswered        = "already_answered"
 )
 
-// ServerQuestions stands in the approval routes for a pair ID: the
+// OwnQuestions stands in the approval routes for a pair ID: the
 // questions of the server itself rather than of one pair (a candidate
 // generation of the MCP servers its pairs share).
-const ServerQuestions = "server"
+const OwnQuestions = "server"
 
 // approvalView is one pending question as the API shows it.
 type approvalView struct {
@@ -45,7 +45,7 @@ type approvalView struct {
 // waiting for an answer, oldest first.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	pairID := r.PathValue("id")
-	if pairID != ServerQuestions && s.lookup(pairID) == nil {
+	if pairID != OwnQuestions && s.lookup(pairID) == nil {
 		if _, err := s.describe(r.Context(), pairID); err != nil {
 			s.storeError(w, err)
 			return

@@ -37,6 +37,9 @@ const (
 	DefaultIdleTimeout   = 2 * time.Minute
 	// MaxHeaderBytes bounds a request's header block.
 	MaxHeaderBytes = 64 << 10
+	// DefaultMaxHealthStreams bounds the health streams (one per open
+	// page) apart from the pairs' streams.
+	DefaultMaxHealthStreams = 64
 	// feedMaxEvents and feedMaxBytes bound what a feed keeps of one pair
 	// in memory; a cursor older than what it keeps is served from the
 	// store.
@@ -149,9 +152,15 @@ type Config struct {
 
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxStreams bounds the event streams open at once; 0 means
+	// MaxStreams bounds the event streams of pairs open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int
+	// MaxHealthStreams bounds the health streams open at once (GET
+	// /v1/health as Server-Sent Events, which every open page holds).
+	// They take none of MaxStreams, so idle pages leave the pairs'
+	// streams their room. 0 means DefaultMaxHealthStreams; at most
+	// MaxStreams.
+	MaxHealthStreams int
 	// Heartbeat is how often an idle event stream sends a comment; 0
 	// means DefaultHeartbeat.
 	Heartbeat time.Duration
@@ -232,8 +241,14 @@ func (c *Config) normalize() error {
 	if c.MaxStreams == 0 {
 		c.MaxStreams = DefaultMaxStreams
 	}
-	if c.MaxStreams < 0 || c.MaxStreams > MaxStreams {
-		return bound.Count("server.max_streams", c.MaxStreams, MaxStreams)
+	if err := count("server.max_streams", c.MaxStreams, MaxStreams); err != nil {
+		return err
+	}
+	if c.MaxHealthStreams == 0 {
+		c.MaxHealthStreams = DefaultMaxHealthStreams
+	}
+	if err := count("server.max_health_streams", c.MaxHealthStreams, MaxStreams); err != nil {
+		return err
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat
@@ -244,8 +259,8 @@ func (c *Config) normalize() error {
 	if c.StreamLag == 0 {
 		c.StreamLag = DefaultStreamLag
 	}
-	if c.StreamLag < 0 || c.StreamLag > MaxStreamLag {
-		return bound.Count("server.stream_lag", c.StreamLag, MaxStreamLag)
+	if err := count("server.stream_lag", c.StreamLag, MaxStreamLag); err != nil {
+		return err
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
@@ -269,8 +284,8 @@ func (c *Config) normalize() error {
 	if c.Retain == 0 {
 		c.Retain = DefaultRetain
 	}
-	if c.Retain < 0 || c.Retain > MaxRetain {
-		return bound.Count("server.retain", c.Retain, MaxRetain)
+	if err := count("server.retain", c.Retain, MaxRetain); err != nil {
+		return err
 	}
 	if c.RetainBytes == 0 {
 		c.RetainBytes = DefaultRetainBytes
@@ -278,8 +293,8 @@ func (c *Config) normalize() error {
 	if c.RetainBytes < 0 || c.RetainBytes > MaxRetainBytes {
 		return bound.Malformedf("server.retain_bytes", "must be between 1 and 1 TiB")
 	}
-	if c.KeepWorkspaces < 0 || c.KeepWorkspaces > MaxRetain {
-		return bound.Count("server.keep_workspaces", c.KeepWorkspaces, MaxRetain)
+	if err := count("server.keep_workspaces", c.KeepWorkspaces, MaxRetain); err != nil {
+		return err
 	}
 	if c.KeepWorkspaceAge < 0 {
 		return bound.Malformedf("server.keep_workspace_age", "must not be negative")
@@ -294,6 +309,15 @@ func (c *Config) normalize() error {
 	c.Examples = append([]Example(nil), c.Examples...)
 	c.Hosts = append([]string(nil), c.Hosts...)
 	return nil
+}
+
+// count is bound.Count, which takes a negative count for none, with
+// negatives refused.
+func count(field string, got, limit int) error {
+	if got < 0 {
+		return bound.Malformedf(field, "must not be negative")
+	}
+	return bound.Count(field, got, limit)
 }
 
 // newPairID returns "pair-YYYYMMDD-HHMMSS-xxxxxxxx": the UTC time and 32

@@ -66,15 +66,17 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, viewOf(h))
 		return
 	}
+	// Health streams have their own bound (Config.MaxHealthStreams):
+	// a page left open holds one for as long as it is open.
 	select {
-	case s.streams <- struct{}{}:
+	case s.healthStreams <- struct{}{}:
 	default:
 		w.Header().Set("Retry-After", "1")
-		fail(w, http.StatusServiceUnavailable, codeTooManyStreams, "too many open streams; retry later")
+		fail(w, http.StatusServiceUnavailable, codeTooManyStreams, "too many open health streams; retry later")
 		return
 	}
 	defer func() {
-		<-s.streams
+		<-s.healthStreams
 		if f := s.released.Load(); f != nil {
 			(*f)()
 		}

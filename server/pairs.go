@@ -71,6 +71,14 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 		return
 	}
+	// A backend that knows its connection is down is not waited for, and
+	// no workspace is made nor pair built for a submission it cannot take.
+	if s.cfg.Queue != nil {
+		if h, _ := s.backendHealth(); !h.Available {
+			unavailable(w, h)
+			return
+		}
+	}
 	pairID, err := s.cfg.NewPairID()
 	if err == nil {
 		err = id.Check("pair.id", pairID)
@@ -109,8 +117,9 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "building the pair failed")
 		return
 	}
+	m := metaOf(built, task)
 	if s.cfg.Queue != nil {
-		s.enqueue(w, r, ws, built, pairID, body)
+		s.enqueue(w, r, ws, built, pairID, body, m)
 		return
 	}
 	if err := s.accept(pairID, journalEntry{ContentType: ct, Task: task, Body: body}); err != nil {
@@ -118,16 +127,6 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, codeInternal, "recording the submission failed")
 		return
 	}
-	// The page shows the task the pair works on: the spec's when no
-	// ?task= replaced it.
-	m := pairMeta{Name: built.Name, Task: task, Unpinned: built.Unpinned, Spec: built.Spec}
-	if c := built.Config; c != nil {
-		if m.Task == "" {
-			m.Task = c.Task
-		}
-		m.Systems = map[string]string{c.First.Role: c.First.Definition.System(), c.Second.Role: c.Second.Definition.System()}
-	}
-	m.redact(built.Redact)
 	s.writeMeta(pairID, m)
 	e := &entry{id: pairID, submitted: s.cfg.Clock(), feed: f, ended: make(chan struct{})}
 	// The entry and its waiter exist before the job can start, so a GET
@@ -167,17 +166,28 @@ func (s *Server) createPair(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, v)
 }
 
+// metaOf is what the page shows of a built pair beside its timeline
+// (pairMeta), the host's redaction applied. The task is the one the pair
+// works on: the spec's when no ?task= replaced it.
+func metaOf(built Built, task string) pairMeta {
+	m := pairMeta{Name: built.Name, Task: task, Unpinned: built.Unpinned, Spec: built.Spec}
+	if c := built.Config; c != nil {
+		if m.Task == "" {
+			m.Task = c.Task
+		}
+		m.Systems = map[string]string{c.First.Role: c.First.Definition.System(), c.Second.Role: c.Second.Definition.System()}
+	}
+	m.redact(built.Redact)
+	return m
+}
+
 // enqueue submits a built pair's spec to the queue. The build only
 // checked the spec: a worker builds the pair again from the same bytes.
 // The queue's acknowledgement makes the 201 durable, so no journal is
-// written.
-func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, built Built, pairID string, body []byte) {
+// written; m, what the page shows beside the timeline, is recorded once
+// the queue has the job.
+func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, built Built, pairID string, body []byte, m pairMeta) {
 	s.discard(ws, built)
-	// A backend that knows its connection is down is not waited for.
-	if h, _ := s.backendHealth(); !h.Available {
-		unavailable(w, h)
-		return
-	}
 	if _, err := s.cfg.Queue.Submit(r.Context(), job.Job{ID: pairID, Spec: body}); err != nil {
 		if errors.Is(err, job.ErrUnavailable) {
 			h, _ := s.backendHealth()
@@ -187,9 +197,13 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, buil
 		fail(w, http.StatusInternalServerError, codeInternal, "submitting the pair failed")
 		return
 	}
+	s.writeMeta(pairID, m)
 	v, err := s.describe(r.Context(), pairID)
 	if err != nil {
-		v = pairView{ID: pairID, State: job.Queued.String(), Workers: []workerView{}, Links: linksOf(pairID)}
+		// The backend does not show the job yet: the view is of what was
+		// submitted.
+		v = pairView{ID: pairID, Name: m.Name, Task: m.Task, State: job.Queued.String(), Workers: []workerView{},
+			UnpinnedTools: m.Unpinned, Spec: m.Spec, Links: linksOf(pairID)}
 	}
 	w.Header().Set("Location", "/v1/pairs/"+pairID)
 	writeJSON(w, http.StatusCreated, v)

@@ -19,7 +19,8 @@ type Server struct {
 	routes  []route
 	session string // the session cookie's value when a token is set
 
-	streams chan struct{} // one token per open stream
+	streams       chan struct{} // one token per open stream of a pair
+	healthStreams chan struct{} // one token per open health stream
 	// released, when a test sets it, is told each time a stream gives
 	// its slot back.
 	released atomic.Pointer[func()]
@@ -55,9 +56,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		streams: make(chan struct{}, cfg.MaxStreams),
-		pairs:   make(map[string]*entry),
+		cfg:           cfg,
+		streams:       make(chan struct{}, cfg.MaxStreams),
+		healthStreams: make(chan struct{}, cfg.MaxHealthStreams),
+		pairs:         make(map[string]*entry),
 	}
 	if cfg.Token != "" {
 		s.session = sessionValue(cfg.Token)

@@ -154,7 +154,7 @@ JetStream's events stream, the same frames as above.`,
 	fl.StringVar(&f.approve, "approve", "mutating", "which tool calls of a spec without approve: wait for an answer through the API: never, mutating, all, or tool names")
 	fl.StringVar(&f.nats, "nats", "", "hand pairs to 'spice-orch worker' processes through this NATS JetStream server, and stream them from it")
 	fl.StringVar(&f.embeddedNATS, "embedded-nats", "", "as --nats, with a NATS server started in this process that keeps JetStream's storage in this directory")
-	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "where the --embedded-nats server listens for workers")
+	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "where the --embedded-nats server listens for workers: a loopback address (it asks for no credentials)")
 	fl.StringVar(&f.natsName, "nats-backend", "spice", "the job backend's name on the NATS server (as worker --name)")
 	fl.DurationVar(&f.approveTimeout, "approve-timeout", orchestrator.DefaultApprovalTimeout, "how long a call waits for its approval; no answer in time denies it")
 	fl.StringVar(&f.mcp, "mcp", "", "connect the mcp_servers of this spec file once; every pair gets their current tools (docs/mcp.md)")

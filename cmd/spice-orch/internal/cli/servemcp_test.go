@@ -189,19 +189,19 @@ func TestM5_ServeCandidateWithChangedDefinitionsWaitsForTheOperator(t *testing.T
 	ms := startMCPServer(t, "mutating")
 	ms.playPair(t, callsSpec("grow", "{}"))
 	q := ms.question(t)
-	require.Equal(t, server.ServerQuestions, q.Pair)
+	require.Equal(t, server.OwnQuestions, q.Pair)
 	require.Equal(t, "fixture", q.Tool)
 	require.Contains(t, string(q.Arguments), `"extra"`)
 
 	// Pending: the candidate is not active, new pairs get the old tools.
 	status, body := post(t, ms.url, "application/yaml", callsSpec("extra", "{}"))
 	require.Equal(t, http.StatusBadRequest, status, "the candidate waits: %s", body)
-	status, body = httpDo(t, "GET", ms.url+"/v1/pairs/"+server.ServerQuestions+"/approvals", "", "")
+	status, body = httpDo(t, "GET", ms.url+"/v1/pairs/"+server.OwnQuestions+"/approvals", "", "")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, q.Digest)
 
 	// Denied: it stays inactive and the old generation serves.
-	answer := ms.url + "/v1/pairs/" + server.ServerQuestions + "/approvals/" + string(q.Question)
+	answer := ms.url + "/v1/pairs/" + server.OwnQuestions + "/approvals/" + string(q.Question)
 	status, body = httpDo(t, "POST", answer, "application/json", answerJSON("deny", q.Digest))
 	require.Equal(t, http.StatusOK, status, body)
 	failed := ms.next(t, toolgen.EventCandidateFailed)
@@ -213,7 +213,7 @@ func TestM5_ServeCandidateWithChangedDefinitionsWaitsForTheOperator(t *testing.T
 	// The list changes again: approved, it serves the pairs after it.
 	ms.playPair(t, callsSpec("grow", "{}"))
 	q = ms.question(t)
-	status, body = httpDo(t, "POST", ms.url+"/v1/pairs/"+server.ServerQuestions+"/approvals/"+string(q.Question),
+	status, body = httpDo(t, "POST", ms.url+"/v1/pairs/"+server.OwnQuestions+"/approvals/"+string(q.Question),
 		"application/json", answerJSON("approve", q.Digest))
 	require.Equal(t, http.StatusOK, status, body)
 	ms.next(t, toolgen.EventActivated)

@@ -1,8 +1,10 @@
 // Package compose is the composition root of one pair: from a validated
 // spec it builds, with plain constructors, everything one pair needs —
-// the compiled tools confined to the workspace and the tools of the
-// spec's MCP servers (connected with mcp/client), one plan over them, or
-// a plugins/host.Source serving them with the spec's pinned plugins, a
+// the compiled tools confined to the workspace, or a plugins/host.Source
+// serving them with the spec's pinned plugins; the spec's MCP servers as
+// an mcp/servers source of the pair's own, and the MCP servers a server
+// connects once for all its pairs (SharedMCP, Options.SharedMCP), each
+// source joined with the rest by toolgen.Join into the pair's plans; a
 // provider per worker (scripted or OpenAI-compatible), both workers'
 // engines with unique IDs, the handoff policy, the limits, the approval
 // policy with its broker, and the injected store as a required observer

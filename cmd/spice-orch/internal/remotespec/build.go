@@ -87,6 +87,9 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if len(s.MCPServers) > 0 {
 		return refuse("mcp_servers", "a spec sent over HTTP may not name MCP servers; the server's own (--mcp) serve every pair")
 	}
+	// The operator's plugin is not the client's to see: the spec is
+	// shown as the client sent it.
+	view, redact := shown(s, b.Getenv)
 	if b.Plugin != nil {
 		if p, ok := b.Plugin(); ok {
 			s.Plugins = append(s.Plugins, p)
@@ -161,7 +164,6 @@ func (b *Builder) Build(ctx context.Context, req server.BuildRequest) (server.Bu
 	if b.Built != nil {
 		b.Built(&p.Config)
 	}
-	view, redact := shown(s, b.Getenv)
 	return server.Built{Config: &p.Config, Close: closeFn, Name: s.Name, Unpinned: p.Unpinned(), Spec: view, Redact: redact}, nil
 }
 

@@ -32,7 +32,7 @@ type sharedMCP struct {
 // openMCP connects the mcp_servers of the spec file at path once. With
 // an approval policy other than never, a candidate generation whose tool
 // definitions changed waits for an operator's answer through the
-// approval API, under the pair ID server.ServerQuestions, before it
+// approval API, under the pair ID server.OwnQuestions, before it
 // serves new pairs; no answer within timeout denies it. A spec it cannot
 // use is a *ConfigError.
 func openMCP(ctx context.Context, path string, policy orchestrator.ApprovalPolicy, timeout time.Duration,
@@ -98,7 +98,7 @@ func (m *sharedMCP) approve(ctx context.Context, c servers.Candidate) (bool, err
 	if !c.Pinned {
 		replay = "UNPINNED"
 	}
-	prompt, err := json.Marshal(orchestrator.Approval{Type: orchestrator.ApprovalKind, Pair: server.ServerQuestions,
+	prompt, err := json.Marshal(orchestrator.Approval{Type: orchestrator.ApprovalKind, Pair: server.OwnQuestions,
 		Worker: "mcp", Tool: c.Server, Effect: "tools_changed", Replay: replay,
 		Arguments: args, ArgumentsBytes: len(args), Digest: digest})
 	if err != nil {

@@ -303,6 +303,12 @@ func openQueue(ctx context.Context, cfg Config) (*jetstream.Backend, func(), err
 		if err != nil || n < 0 || n > 65535 {
 			return nil, nil, usage(errors.New("--nats-listen: the port must be a number from 0 to 65535"))
 		}
+		// The embedded server asks its clients for no credentials, and
+		// serve's token does not reach it: whoever connects could take
+		// and submit jobs.
+		if server.CheckListen(cfg.NATSListen, false) != nil {
+			return nil, nil, usage(errors.New("--nats-listen: the embedded NATS server has no authentication and listens on a loopback address only (use --nats with a NATS server of your own for workers on other machines)"))
+		}
 		srv, err := jetstream.StartEmbedded(jetstream.EmbeddedConfig{Dir: cfg.EmbeddedNATS, Host: host, Port: n})
 		if err != nil {
 			return nil, nil, fmt.Errorf("embedded NATS: %w", err)

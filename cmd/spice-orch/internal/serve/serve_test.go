@@ -40,6 +40,26 @@ func TestRunRefusesABadConfigurationWithAConfigError(t *testing.T) {
 	}
 }
 
+// TestS2_EmbeddedNATSListensOnLoopbackOnly: the NATS server serve starts
+// asks no client for credentials, and serve's token does not cover it:
+// it may listen on a loopback address only, token or not.
+func TestS2_EmbeddedNATSListensOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0", "[::]:0", "example.com:4222"} {
+		for _, token := range []string{"", "a-token-of-serve"} {
+			cfg := config(t)
+			cfg.EmbeddedNATS, cfg.NATSListen, cfg.Token = t.TempDir(), addr, token
+			ctx, cancel := context.WithCancel(t.Context())
+			cfg.Hooks.Ready = func(string) { t.Errorf("%s: the server listened", addr); cancel() }
+			err := Run(ctx, cfg)
+			cancel()
+			var ce *ConfigError
+			require.True(t, errors.As(err, &ce), "%s: %v", addr, err)
+			require.ErrorContains(t, err, "--nats-listen: ", addr)
+			require.ErrorContains(t, err, "loopback", addr)
+		}
+	}
+}
+
 // Run serves the API until its context ends, then closes the store: the
 // demo pair it started is recorded there with its terminal.
 func TestRunServesUntilItsContextEnds(t *testing.T) {

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"testing"
@@ -14,7 +15,8 @@ import (
 
 // FuzzDecodeSpec: any input either decodes to a spec whose parts the
 // packages that use them accept, or fails with an *Error; it never panics,
-// and decoding is deterministic.
+// decoding is deterministic, and the spec is shown as JSON within
+// MaxShownBytes.
 func FuzzDecodeSpec(f *testing.F) {
 	for _, path := range []string{"../../../../examples/review-pair.yaml", "../../../../examples/openai-pair.yaml", "../../../../examples/plugin-pair.yaml", "testdata/bad.yaml"} {
 		b, err := os.ReadFile(path)
@@ -44,6 +46,10 @@ func FuzzDecodeSpec(f *testing.F) {
 		}
 		_, err = handoff.NewPolicy(s.Handoff.Config())
 		require.NoError(t, err)
+		shown, err := s.Shown().JSON()
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(shown), spec.MaxShownBytes)
+		require.True(t, json.Valid(shown))
 		again, err := spec.Decode("fuzz.yaml", data)
 		require.NoError(t, err)
 		require.Equal(t, s, again)

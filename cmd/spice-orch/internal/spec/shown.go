@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spice-orch/spice-orch/providers/scripted"
 )
@@ -12,15 +13,19 @@ import (
 // Redacted stands for a secret in what Shown returns.
 const Redacted = "[redacted]"
 
-// MaxShownBytes bounds the JSON of a Shown spec: past it, the scripts are
-// shown by their step counts alone.
+// MaxShownBytes bounds the JSON of a Shown spec (Shown.JSON).
 const MaxShownBytes = 256 << 10
+
+// maxShownText is how much of a long text (the task, a system prompt)
+// JSON keeps when the whole spec is over MaxShownBytes.
+const maxShownText = 4 << 10
 
 // Shown is a spec as it may be shown to whoever reads the pair (the web
 // page, the API): its fields under their spec names, with no value that
-// may hold a secret. An MCP server's env values and a URL's credentials,
-// query and fragment are Redacted. A spec holds no API key (providers
-// read theirs from the environment), so none can be shown.
+// may hold a secret. An MCP server's env values, its arguments' values
+// (shownArg) and a URL's credentials, query and fragment are Redacted. A
+// spec holds no API key (providers read theirs from the environment), so
+// none can be shown.
 type Shown struct {
 	Version    int         `json:"version"`
 	Name       string      `json:"name,omitempty"`
@@ -33,6 +38,8 @@ type Shown struct {
 	Limits     shownLimits `json:"limits"`
 	Plugins    []shownPlug `json:"plugins,omitempty"`
 	MCPServers []shownMCP  `json:"mcp_servers,omitempty"`
+	// Omitted says why the fields not shown are left out.
+	Omitted string `json:"omitted,omitempty"`
 }
 
 type shownWkr struct {
@@ -132,8 +139,11 @@ func (s Spec) Shown() Shown {
 		v.Plugins = append(v.Plugins, shownPlug{Path: p.Path, SHA256: p.SHA256, Name: p.Name, Root: p.Root, Files: p.Files})
 	}
 	for _, m := range s.MCPServers {
-		sm := shownMCP{Name: m.Name, Path: m.Path, SHA256: m.SHA256, Entry: m.Entry, Lock: m.Lock, Args: m.Args,
+		sm := shownMCP{Name: m.Name, Path: m.Path, SHA256: m.SHA256, Entry: m.Entry, Lock: m.Lock,
 			Dir: m.Dir, URL: shownURL(m.URL), Tools: m.Tools}
+		for _, a := range m.Args {
+			sm.Args = append(sm.Args, shownArg(a))
+		}
 		// An environment is where a server's credentials are given:
 		// its names are shown, never its values.
 		for _, kv := range m.Env {
@@ -145,9 +155,14 @@ func (s Spec) Shown() Shown {
 	return v
 }
 
-// JSON encodes v within MaxShownBytes: over it, each inline script is
-// shown as its step count. HTML characters are left as they are; a
-// reader shows the text as text.
+// JSON encodes v within MaxShownBytes. Over it, each inline script is
+// shown as its step count; still over, the task and the system prompts
+// are cut to their first maxShownText bytes and a marker of how many
+// were left out; still over (long lists of files or arguments), only
+// the fields of bounded size are shown: the name, the pattern, the
+// workers without their prompts and scripts, the handoff and the limits,
+// with Omitted saying so. HTML characters are left as they are; a reader
+// shows the text as text.
 func (v Shown) JSON() ([]byte, error) {
 	b, err := marshalText(v)
 	if err != nil || len(b) <= MaxShownBytes {
@@ -159,7 +174,35 @@ func (v Shown) JSON() ([]byte, error) {
 			v.Workers[i].Script = steps(len(s))
 		}
 	}
-	return marshalText(v)
+	if b, err = marshalText(v); err != nil || len(b) <= MaxShownBytes {
+		return b, err
+	}
+	v.Task = cut(v.Task, maxShownText)
+	for i := range v.Workers {
+		v.Workers[i].System = cut(v.Workers[i].System, maxShownText)
+	}
+	if b, err = marshalText(v); err != nil || len(b) <= MaxShownBytes {
+		return b, err
+	}
+	small := Shown{Version: v.Version, Name: v.Name, Pattern: v.Pattern, Handoff: v.Handoff, Limits: v.Limits,
+		Workers: make([]shownWkr, 0, len(v.Workers)),
+		Omitted: "the rest of the spec is over " + strconv.Itoa(MaxShownBytes) + " bytes when shown"}
+	for _, w := range v.Workers {
+		small.Workers = append(small.Workers, shownWkr{Role: w.Role, Provider: w.Provider, Model: w.Model, MaxTurns: w.MaxTurns})
+	}
+	return marshalText(small)
+}
+
+// cut returns s, or its first n bytes or fewer (whole characters)
+// followed by a marker of how many more it has.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + " [… " + strconv.Itoa(len(s)-n) + " more bytes not shown]"
 }
 
 func steps(n int) string {
@@ -178,6 +221,36 @@ func marshalText(v any) ([]byte, error) {
 	}
 	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
 }
+
+// shownArg is a as it may be shown. A token is often given on the
+// command line, as --key=TOKEN, --key TOKEN or -kTOKEN, so only what
+// cannot be one is shown: the name of a long flag (letters, '-' and
+// '_', at most 32 bytes) without its value, a one-letter flag, and
+// WorkspaceArg. Every other argument is Redacted, the value of a flag
+// included. Showing the names, rather than only how many arguments
+// there are, tells a reader how the server was started.
+func shownArg(a string) string {
+	if a == WorkspaceArg {
+		return a
+	}
+	name, _, value := strings.Cut(a, "=")
+	flag := false
+	switch {
+	case len(name) == 2 && name[0] == '-':
+		flag = isLetter(name[1])
+	case len(name) >= 3 && len(name) <= 32 && strings.HasPrefix(name, "--") && isLetter(name[2]):
+		flag = strings.Trim(name[2:], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_") == ""
+	}
+	switch {
+	case !flag:
+		return Redacted
+	case value:
+		return name + "=" + Redacted
+	}
+	return name
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // shownURL is u without what may be a secret in it: the user and
 // password (a token is often given as either), the query and the
