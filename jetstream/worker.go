@@ -276,7 +276,11 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 		case <-ctx.Done():
 			return
 		}
-		if b.now().Sub(sent) > b.cfg.AckWait/2 {
+		// One reading of the clock per tick: a heartbeat counts as sent
+		// at the time read before it, so a pause that falls between the
+		// lapse check and the send is still seen at the next tick.
+		now := b.now()
+		if now.Sub(sent) > b.cfg.AckWait/2 {
 			lapsed = true
 		}
 		if check || lapsed {
@@ -295,7 +299,7 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 			check = false
 		}
 		if msg.InProgress() == nil {
-			sent = b.now()
+			sent = now
 		}
 	}
 }
