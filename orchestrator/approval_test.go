@@ -171,9 +171,10 @@ func TestR1_ADeniedOrTimedOutMutatingCallNeverRuns(t *testing.T) {
 			}})
 			require.NoError(t, err)
 			// Nobody answers the timed-out question: the guard's own
-			// deadline ends it.
+			// deadline ends it. An answered question gets a deadline no
+			// loaded machine reaches before the answer.
 			h := writePair(t, dir, b, orchestrator.ApprovalConfig{Policy: orchestrator.ApproveMutating, Timeout: time.Millisecond})
-			if c.approve {
+			if c.answer {
 				h.cfg.Approval.Timeout = time.Minute
 			}
 			p, _, err := h.run(t)
