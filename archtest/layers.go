@@ -38,7 +38,7 @@ func Layers() []Unit {
 		{Dir: "internal", Level: 9, MayImport: []string{"proof", "scheduler", "orchestrator", "workers", "handoff", "providers", "tools", "store", "idempotency", "kernel"}},
 		// The command: cli (flags, output, exit codes) and the packages
 		// under internal/ it composes with (spec, render, compose,
-		// remotespec, serve, jobworker, otelsetup, pluginlog, mcplog).
+		// remotespec, serve, jobworker, otelsetup, pluginlog, mcplog, sidelog).
 		// One unit: they are one program's parts, listed in the package
 		// map.
 		{Dir: "cmd/spice-orch", Level: 9, ThirdParty: true,

@@ -1,7 +1,6 @@
 package pluginlog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/sidelog"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/plan"
 	"github.com/spice-orch/spice-orch/plugins/host"
@@ -167,25 +167,13 @@ type Recorded struct {
 // Read reads pairID's plugin log from st; none when the pair had no
 // plugins (or was recorded before plugin logs existed).
 func Read(ctx context.Context, st *store.Store, pairID string) ([]Recorded, error) {
-	var buf bytes.Buffer
-	err := st.ReplayJSON(ctx, &buf, Name(pairID))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	es, err := sidelog.Read[Event](ctx, st, Name(pairID))
+	if err != nil || es == nil {
 		return nil, err
 	}
-	var out []Recorded
-	for line := range bytes.Lines(buf.Bytes()) {
-		e, err := eventlog.Decode(bytes.TrimSuffix(line, []byte("\n")))
-		if err != nil {
-			return nil, err
-		}
-		re := Recorded{Kind: e.Kind(), Time: e.Time()}
-		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &re.Event); err != nil {
-			return nil, err
-		}
-		out = append(out, re)
+	out := make([]Recorded, len(es))
+	for i, e := range es {
+		out[i] = Recorded{Kind: e.Kind, Time: e.Time, Event: e.Payload}
 	}
 	return out, nil
 }
