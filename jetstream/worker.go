@@ -234,7 +234,10 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	wg.Go(func() { b.heartbeat(jctx, msg, j, h) })
+	// The lease runs from the delivery, not from when the heartbeat's
+	// goroutine first runs: a late start is a pause too.
+	delivered := b.now()
+	wg.Go(func() { b.heartbeat(jctx, msg, j, h, delivered) })
 	rep = callPlay(jctx, j, play)
 	return rep, h.lost.Load()
 }
@@ -253,7 +256,7 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 // of AckWait, not all of it: the server counts from when a heartbeat
 // arrives, which may be later than when it was sent, and a needless
 // check costs one read.
-func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h *held) {
+func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h *held, sent time.Time) {
 	// A cancel request put before the job was held is in the bucket:
 	// read it as the pair starts, not before, which would delay every
 	// pair by a round trip. Unanswered (the connection dropped), it is
@@ -265,7 +268,7 @@ func (b *Backend) heartbeat(ctx context.Context, msg jetstream.Msg, j job.Job, h
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		check = ctx.Err() == nil
 	}
-	lapsed, sent := false, b.now()
+	lapsed := false
 	t := time.NewTicker(b.cfg.AckWait / 3)
 	defer t.Stop()
 	for {
