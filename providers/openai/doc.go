@@ -32,6 +32,20 @@
 // "openai": id, model, finish_reason, and refusal when the model refused).
 // Reasoning fields some servers add are ignored.
 //
+// A stream's Ready method reports whether its next Recv returns without
+// waiting for the model: an item is pending (one chunk may yield several),
+// the stream has ended, or a complete event has already been received.
+// The library's decoder is handed the body one line per Read, so it never
+// holds more than the event it returned, and the rest of what arrived is
+// where Ready can look at it without reading the network; the events
+// already received are decoded by Ready itself, so an event that yields
+// no item is not taken for one that does. A decorator (providers/coalesce)
+// uses it to merge the text deltas a caller that fell behind finds at
+// hand. FuzzReadyNeverWaits holds Ready to never reading the body, and to
+// never changing what Recv returns. If the library's own event-stream
+// decoder is replaced (ssestream.RegisterDecoder), Ready only reports
+// items already pending.
+//
 // Chunks are decoded by hand (chunk.go), strings included: a string
 // without escapes is used in place, and one with escapes is unescaped into
 // a reused buffer, invalid UTF-8 and lone surrogates becoming U+FFFD as

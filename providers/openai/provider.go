@@ -254,7 +254,7 @@ func (p *Provider) attempt(ctx context.Context, body []byte, ns names, req model
 		return nil, p.classify(ctx, actx, &x, err)
 	}
 	if s.res != nil && s.res.Body != nil {
-		s.sdk.dec = ssestream.NewDecoder(s.res)
+		s.sdk.open(s.res)
 	}
 	if !s.sdk.Next() {
 		x := p.exchange(s.res)

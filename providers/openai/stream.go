@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -86,6 +88,30 @@ func (s *stream) Recv() (it model.Item, err error) {
 		s.pending, s.head = s.pending[:0], 0
 	}
 	return it, nil
+}
+
+// Ready reports whether the next Recv returns without waiting for the
+// model: an item is pending, the stream has ended or failed, or a complete
+// event has already been received. The events already received are
+// decoded here, so that one that yields no item (a role or usage chunk)
+// is not taken for one that does; Ready never reads the network.
+func (s *stream) Ready() (ready bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.shutdown()
+			s.err = errPanic
+			ready = true
+		}
+	}()
+	for {
+		switch {
+		case s.err != nil, s.head < len(s.pending), s.done, s.dropped, s.ctx.Err() != nil:
+			return true
+		case !s.sdk.received():
+			return false
+		}
+		s.advance()
+	}
 }
 
 // Close closes the response; it is idempotent and returns nil. Recv
@@ -352,6 +378,33 @@ type source struct {
 	cur  *chunk
 	err  error
 	done bool
+
+	body lines // the response body, as dec reads it
+	// framed says dec is the library's own event-stream decoder, which
+	// reads only when it holds no complete line: then every byte received
+	// and not yet decoded is in body.
+	framed bool
+}
+
+// open reads res's body through s.body.
+func (s *source) open(res *http.Response) {
+	s.body.rc = res.Body
+	s.body.r.Reset(res.Body)
+	res.Body = &s.body
+	s.dec = ssestream.NewDecoder(res)
+	s.framed = reflect.TypeOf(s.dec) == eventStreamDecoder()
+}
+
+// eventStreamDecoder is the type of the library's own decoder: the one it
+// returns for a content type nobody registered a decoder for.
+var eventStreamDecoder = sync.OnceValue(func() reflect.Type {
+	return reflect.TypeOf(ssestream.NewDecoder(&http.Response{
+		Header: http.Header{"Content-Type": {"application/x-spice-orch-probe"}}, Body: http.NoBody}))
+})
+
+// received reports whether Next returns without reading the network.
+func (s *source) received() bool {
+	return s.err != nil || s.done || s.dec == nil || s.framed && s.body.event()
 }
 
 var doneData = []byte("[DONE]")
@@ -397,4 +450,53 @@ func (s *source) Close() error {
 		return nil
 	}
 	return s.dec.Close()
+}
+
+// lines hands the response body to the decoder at most one line per Read,
+// so that the decoder's scanner, which reads only when it holds no
+// complete line, holds nothing beyond the event it returned: what was
+// received and not yet decoded stays in r, where event can see it.
+type lines struct {
+	rc io.ReadCloser
+	r  bufio.Reader
+}
+
+func (l *lines) Read(p []byte) (int, error) {
+	if l.r.Buffered() == 0 {
+		if _, err := l.r.Peek(1); err != nil {
+			return 0, err
+		}
+	}
+	b, _ := l.r.Peek(l.r.Buffered())
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	}
+	n := copy(p, b)
+	_, _ = l.r.Discard(n)
+	return n, nil
+}
+
+func (l *lines) Close() error { return l.rc.Close() }
+
+// event reports whether the bytes received and not yet decoded hold a
+// complete event, by the library decoder's own rule: it returns an event
+// at the first empty line after a "data" line, lines ending at "\n" with
+// one "\r" before it dropped.
+func (l *lines) event() bool {
+	b, _ := l.r.Peek(l.r.Buffered())
+	data := false
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		line := bytes.TrimSuffix(b[:i], []byte("\r"))
+		if len(line) == 0 && data {
+			return true
+		}
+		if name, _, _ := bytes.Cut(line, []byte(":")); string(name) == "data" {
+			data = true
+		}
+		b = b[i+1:]
+	}
 }
