@@ -25,6 +25,7 @@ import (
 	"github.com/spice-orch/spice-orch/mcp/servers"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/plugins/host"
+	"github.com/spice-orch/spice-orch/providers/coalesce"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/providers/scripted"
 	"github.com/spice-orch/spice-orch/toolgen"
@@ -315,6 +316,12 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 	prov, err := p.provider(o, field, w, toolNames)
 	if err != nil {
 		return workers.Config{}, err
+	}
+	// A worker that falls behind its model (its store or clients are
+	// slower than the chunks) records the text deltas already at hand as
+	// one event; streams that cannot tell (scripted) are unchanged.
+	if prov, err = coalesce.New(coalesce.Config{Provider: prov}); err != nil {
+		return workers.Config{}, &ConfigError{err}
 	}
 	eng := engine.Config{Provider: prov, IDs: &id.Counter{Prefix: o.PairID + "/" + w.Role + "/"}, Clock: o.Clock, Broker: o.Broker}
 	if o.Store != nil {

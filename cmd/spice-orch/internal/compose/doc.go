@@ -5,8 +5,9 @@
 // an mcp/servers source of the pair's own, and the MCP servers a server
 // connects once for all its pairs (SharedMCP, Options.SharedMCP), each
 // source joined with the rest by toolgen.Join into the pair's plans; a
-// provider per worker (scripted or OpenAI-compatible), both workers'
-// engines with unique IDs, the handoff policy, the limits, the approval
+// provider per worker (scripted or OpenAI-compatible, decorated by
+// providers/coalesce so that a worker that falls behind records the text
+// deltas at hand as one event), both workers' engines with unique IDs, the handoff policy, the limits, the approval
 // policy with its broker, and the injected store as a required observer
 // of every run log and of the pair timeline, ahead of the timeline's
 // other observers — and hands back a Pair whose orchestrator.Config is
