@@ -12,6 +12,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/proof/providerkit"
+	"github.com/spice-orch/spice-orch/providers/coalesce"
 	"github.com/spice-orch/spice-orch/providers/openai"
 	"github.com/spice-orch/spice-orch/providers/scripted"
 )
@@ -56,7 +57,22 @@ func openaiSetup(h http.HandlerFunc) providerkit.Setup {
 	}
 }
 
-func TestOpenAIConforms(t *testing.T) {
+func TestOpenAIConforms(t *testing.T) { openaiConforms(t, openaiSetup) }
+
+// The OpenAI provider decorated by coalesce, as every command composes
+// it, conforms too: its streams merge ready text deltas.
+func TestK23_CoalescedOpenAIConforms(t *testing.T) {
+	openaiConforms(t, func(h http.HandlerFunc) providerkit.Setup {
+		inner := openaiSetup(h)
+		return func(t *testing.T) model.Provider {
+			p, err := coalesce.New(coalesce.Config{Provider: inner(t)})
+			require.NoError(t, err)
+			return p
+		}
+	})
+}
+
+func openaiConforms(t *testing.T, openaiSetup func(http.HandlerFunc) providerkit.Setup) {
 	big := chunk(`{"content":"`+strings.Repeat("a", 60<<10)+`"}`, "")
 	providerkit.Run(t, providerkit.Config{
 		Text: openaiSetup(sse([]string{
