@@ -24,6 +24,7 @@ import (
 	"github.com/spice-orch/spice-orch/kernel/id"
 	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/providers/coalesce"
 	"github.com/spice-orch/spice-orch/server"
 	"github.com/spice-orch/spice-orch/workers"
 )
@@ -31,8 +32,11 @@ import (
 // Streaming capacity: how many pairs one server holds while every one of
 // them streams model text at a model's pace and has an SSE client
 // attached. A pair's two scripted workers each stream capacityChunks text
-// deltas at capacityRate a second; each delta carries the time it was due,
-// and its client takes the difference to the time the frame arrived.
+// chunks at capacityRate a second; each chunk carries the time it was
+// due, and its client takes the difference to the time the frame holding
+// it arrived. The workers' providers are decorated as serve's are
+// (providers/coalesce): a pair that keeps up records one text delta per
+// chunk, one that fell behind records the chunks that are ready as one.
 const (
 	capacityRate   = 30
 	capacityPeriod = time.Second / capacityRate
@@ -53,9 +57,10 @@ const (
 // one SSE client each. Each pairs=N sub-benchmark reports the p50 and p99
 // of chunk-to-client latency, the time from a text delta's due time at
 // the model to its frame's arrival at the client, and the timeline
-// events/s all clients received and the process's CPU per event (which
-// compares builds better than latency on a machine shared with other
-// work); "capacity" reports the largest N whose p99 stayed under
+// events/s all clients received, the chunks each text delta event held on
+// average, and the process's CPU per event while the pairs streamed
+// (which compares builds better than latency on a machine shared with
+// other work); "capacity" reports the largest N whose p99 stayed under
 // capacityP99 in this run (0 if none did).
 func BenchmarkServeStreamingCapacity(b *testing.B) {
 	held := 0
@@ -66,23 +71,24 @@ func BenchmarkServeStreamingCapacity(b *testing.B) {
 				b.Skipf("a smaller load already had a p99 of %v", worst)
 			}
 			var lat []time.Duration
-			var events int64
-			var streamed time.Duration
+			var events, deltas int64
+			var streamed, cpu time.Duration
 			h, load := newCapacityHarness(b, n)
-			cpu0 := cpuTime()
 			for b.Loop() {
 				r := load.run(b, h)
 				lat = append(lat, r.latencies...)
 				events += r.events
+				deltas += r.deltas
 				streamed += r.streamed
+				cpu += r.cpu
 			}
-			cpu := cpuTime() - cpu0
 			slices.Sort(lat)
 			p50, p99 := quantile(lat, 0.50), quantile(lat, 0.99)
 			b.ReportMetric(float64(p50)/float64(time.Millisecond), "p50-ms")
 			b.ReportMetric(float64(p99)/float64(time.Millisecond), "p99-ms")
 			b.ReportMetric(float64(events)/streamed.Seconds(), "events/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(events), "cpu-µs/event")
+			b.ReportMetric(float64(len(lat))/float64(deltas), "chunks/delta")
 			if p99 < capacityP99 {
 				held = max(held, n)
 			}
@@ -164,8 +170,12 @@ func (l *capacityLoad) build(h *harness, req server.BuildRequest) (server.Built,
 	}}, nil
 }
 
-func capacityWorker(h *harness, pairID, role string, p model.Provider) (workers.Config, error) {
+func capacityWorker(h *harness, pairID, role string, paced model.Provider) (workers.Config, error) {
 	def, err := engine.NewDefinition(engine.DefinitionConfig{Name: role, Model: "paced-1", MaxTurns: 4})
+	if err != nil {
+		return workers.Config{}, err
+	}
+	p, err := coalesce.New(coalesce.Config{Provider: paced})
 	if err != nil {
 		return workers.Config{}, err
 	}
@@ -176,9 +186,11 @@ func capacityWorker(h *harness, pairID, role string, p model.Provider) (workers.
 
 // capacityResult is what one run measured.
 type capacityResult struct {
-	latencies []time.Duration
-	events    int64         // timeline frames all clients received after the gate
-	streamed  time.Duration // from the gate to the last frame's arrival
+	latencies []time.Duration // one per chunk
+	events    int64           // timeline frames all clients received after the gate
+	deltas    int64           // of which text deltas
+	streamed  time.Duration   // from the gate to the last frame's arrival
+	cpu       time.Duration   // the process's, from the gate to the last stream's end
 }
 
 // run submits n pairs, attaches a client to each, opens the gate and
@@ -219,21 +231,23 @@ func (l *capacityLoad) run(b *testing.B, h *harness) capacityResult {
 		})
 	}
 	attached.Wait()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	openGate()
 	done.Wait()
+	cpu := cpuTime() - cpu0
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
-	var r capacityResult
+	r := capacityResult{cpu: cpu}
 	var last time.Time
 	for _, c := range clients {
-		if c.deltas != 2*capacityChunks {
-			b.Fatalf("a client saw %d text deltas, want %d", c.deltas, 2*capacityChunks)
+		if len(c.latencies) != 2*capacityChunks {
+			b.Fatalf("a client saw %d text chunks, want %d", len(c.latencies), 2*capacityChunks)
 		}
 		r.latencies = append(r.latencies, c.latencies...)
 		r.events += c.events
+		r.deltas += c.deltas
 		if c.last.After(last) {
 			last = c.last
 		}
@@ -268,12 +282,12 @@ func capacitySubmit(ctx context.Context, client *http.Client, url string) (strin
 }
 
 // capacityClient is one SSE client: it reads its pair's stream to the
-// end and keeps, for each text delta, its latency.
+// end and keeps, for each text chunk, its latency.
 type capacityClient struct {
-	latencies []time.Duration
-	deltas    int
-	events    int64     // frames after the gate
-	last      time.Time // the last frame's arrival
+	latencies []time.Duration // one per chunk
+	deltas    int64           // text delta frames
+	events    int64           // frames after the gate
+	last      time.Time       // the last frame's arrival
 }
 
 var (
@@ -324,26 +338,41 @@ func (c *capacityClient) read(ctx context.Context, client *http.Client, url stri
 		if !bytes.Contains(line, deltaKind) {
 			continue
 		}
-		i := bytes.Index(line, dueMark)
-		if i < 0 {
-			return fmt.Errorf("a text delta without its due time: %s", line)
-		}
-		rest := line[i+len(dueMark):]
-		j := bytes.IndexByte(rest, ';')
-		if j < 0 {
-			return fmt.Errorf("a text delta without its due time: %s", line)
-		}
-		due, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-		if err != nil {
+		c.deltas++
+		if err := c.chunks(line, now); err != nil {
 			return err
 		}
-		c.deltas++
-		c.latencies = append(c.latencies, now.Sub(time.Unix(0, due)))
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
 	return io.ErrUnexpectedEOF
+}
+
+// chunks keeps the latency of every chunk a text delta frame holds.
+func (c *capacityClient) chunks(line []byte, now time.Time) error {
+	n := 0
+	for {
+		i := bytes.Index(line, dueMark)
+		if i < 0 {
+			break
+		}
+		rest := line[i+len(dueMark):]
+		j := bytes.IndexByte(rest, ';')
+		if j < 0 {
+			return fmt.Errorf("a text chunk without its due time: %s", line)
+		}
+		due, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+		if err != nil {
+			return err
+		}
+		c.latencies = append(c.latencies, now.Sub(time.Unix(0, due)))
+		line, n = rest[j:], n+1
+	}
+	if n == 0 {
+		return fmt.Errorf("a text delta without its due time: %s", line)
+	}
+	return nil
 }
 
 // pacedProvider streams capacityChunks text deltas at capacityRate a
@@ -388,7 +417,7 @@ func (s *pacedStream) Recv() (model.Item, error) {
 		s.timer = time.NewTimer(time.Hour)
 		s.timer.Stop()
 	}
-	due := s.start.Add(time.Duration(s.k) * capacityPeriod)
+	due := s.due(s.k)
 	if d := time.Until(due); d > 0 {
 		s.timer.Reset(d)
 		select {
@@ -399,6 +428,22 @@ func (s *pacedStream) Recv() (model.Item, error) {
 	}
 	s.k++
 	return model.TextDelta("due:" + strconv.FormatInt(due.UnixNano(), 10) + "; ")
+}
+
+// due is when chunk k is handed over.
+func (s *pacedStream) due(k int) time.Time { return s.start.Add(time.Duration(k) * capacityPeriod) }
+
+// Ready reports whether the next Recv returns at once: the model has
+// sent its next chunk (or is done), as a real model's bytes would be
+// waiting in the connection. Before the gate nothing is ready.
+func (s *pacedStream) Ready() bool {
+	switch {
+	case s.timer == nil:
+		return false
+	case s.k >= capacityChunks:
+		return true
+	}
+	return !time.Now().Before(s.due(s.k))
 }
 
 func (s *pacedStream) Close() error {

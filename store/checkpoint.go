@@ -16,12 +16,14 @@ import (
 // at about checkpointFrames pages under any sustained load.
 const (
 	// checkpointFrames is how many WAL frames (pages) the writer lets
-	// accumulate before it checkpoints: 4 MiB of 1 KiB pages, SQLite's
-	// default WAL size for its default 4 KiB pages. A checkpoint copies
-	// each page once however often the WAL holds it, and events of many
-	// logs rewrite the same few leaves, so a larger WAL copies fewer pages
-	// per event.
-	checkpointFrames = 4000
+	// accumulate before it checkpoints: 16 MiB of 1 KiB pages. A
+	// checkpoint copies each page once however often the WAL holds it,
+	// and events of many logs rewrite the same leaves of the events
+	// index, so a larger WAL copies fewer pages per event: with a
+	// thousand logs appending at once (five hundred streaming pairs), a
+	// 16 MiB WAL costs the writer about a tenth less per event than a
+	// 4 MiB one, and its checkpoints sync a quarter as often.
+	checkpointFrames = 16000
 	// restartFrames is the bound a passive checkpoint that readers held
 	// back may let the WAL grow to; past it the writer checkpoints with
 	// RESTART, which waits for those readers (busy_timeout bounds the

@@ -101,6 +101,14 @@ func (w *writer) derive(ctx context.Context, e eventlog.Event, body []byte) erro
 		}
 		return w.deriveRun(ctx, e.Log(), e.Seq(), e.Time(), p)
 	case logPair:
+		if !isPairKind(e.Kind()) && !indexed(e.Kind()) {
+			// A relayed run event that changes no derived table, as most
+			// of a streaming pair's events are: its run's pair_runs row
+			// came with the run's first event, run.started, which is
+			// indexed. Reading its payload would cost the writer more
+			// than the row itself.
+			return nil
+		}
 		return w.derivePair(ctx, e, payloadOf(body))
 	}
 	return nil
@@ -135,7 +143,7 @@ func (w *writer) derivePair(ctx context.Context, e eventlog.Event, payload []byt
 	if _, err := w.st.pairRun.ExecContext(ctx, pair, r.RunID, r.Worker, int64(e.Seq())); err != nil {
 		return err
 	}
-	if !indexed(e.Kind()) || r.Payload == nil {
+	if r.Payload == nil {
 		return nil
 	}
 	p, err := event.DecodePayload(e.Kind(), r.Payload)
