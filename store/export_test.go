@@ -27,6 +27,10 @@ func FailCommits(ctx context.Context, s *Store) error {
 // the checkpoint threshold plus one full batch of small events, in frames.
 const MaxWALBytes = 32 + (checkpointFrames+2*maxBatch)*(walFrameHeader+pageSize)
 
+// CheckpointFrames is the WAL's size in frames at which the writer
+// checkpoints.
+const CheckpointFrames = checkpointFrames
+
 // Hooks are test hooks of one store's writer: Queued runs after a request
 // was queued, on the caller's goroutine; Commit runs inside every
 // transaction, just before its COMMIT, on the writer's goroutine. Either
