@@ -65,7 +65,7 @@ const (
 func BenchmarkServeStreamingCapacity(b *testing.B) {
 	held := 0
 	var worst time.Duration
-	for _, n := range []int{100, 250, 500, 750} {
+	for _, n := range []int{100, 250, 400, 500, 750} {
 		b.Run(fmt.Sprintf("pairs=%d", n), func(b *testing.B) {
 			if worst > capacityHopeless {
 				b.Skipf("a smaller load already had a p99 of %v", worst)
