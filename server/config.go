@@ -161,8 +161,8 @@ type Config struct {
 	// streams their room. 0 means DefaultMaxHealthStreams; at most
 	// MaxStreams.
 	MaxHealthStreams int
-	// Heartbeat is how often an event stream that waits for events
-	// sends a comment; 0 means DefaultHeartbeat.
+	// Heartbeat is how often an idle event stream sends a comment; 0
+	// means DefaultHeartbeat.
 	Heartbeat time.Duration
 	// StreamLag is how many events a stream may fall behind its pair
 	// before it is disconnected (a slow client is never waited for); 0

@@ -127,21 +127,18 @@ func (s *Server) stream(ctx context.Context, pairID string, e *entry, after uint
 	}
 }
 
-// tailFeed writes what sub delivers until the feed ends, with a heartbeat
-// each time it has waited through a heartbeat period. One period's
-// context serves every wait until it ends: a streaming pair waits once
-// per event, and a timer for each wait was a tenth of the stream's cost.
+// tailFeed writes what sub delivers until the feed ends, with heartbeats
+// while it waits.
 func (s *Server) tailFeed(ctx context.Context, e *entry, sub *eventlog.Subscription, after uint64, out sink) (uint64, error) {
 	ended := false // the last event written is the pair's terminal
-	var beat period
-	defer beat.end()
 	for {
-		nctx := ctx
+		nctx, cancel := ctx, context.CancelFunc(func() {})
 		ready := sub.LastDelivered() < e.feed.log.Stats().LastSeq
 		if !ready && s.cfg.Heartbeat > 0 {
-			nctx = beat.context(ctx, s.cfg.Heartbeat)
+			nctx, cancel = context.WithTimeout(ctx, s.cfg.Heartbeat)
 		}
 		ev, err := sub.Next(nctx)
+		cancel()
 		switch {
 		case err == nil:
 			after, ended = ev.Seq(), orchestrator.Terminal(ev.Kind())
@@ -157,7 +154,6 @@ func (s *Server) tailFeed(ctx context.Context, e *entry, sub *eventlog.Subscript
 		case ctx.Err() != nil:
 			return after, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
-			beat.end()
 			if err := out.heartbeat(); err != nil {
 				return after, err
 			}
@@ -165,29 +161,6 @@ func (s *Server) tailFeed(ctx context.Context, e *entry, sub *eventlog.Subscript
 		}
 		return after, err
 	}
-}
-
-// period is one heartbeat period of a stream, started by its first wait.
-type period struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// context returns the current period's context, starting one of length d
-// under parent when none is running.
-func (p *period) context(parent context.Context, d time.Duration) context.Context {
-	if p.ctx == nil {
-		p.ctx, p.cancel = context.WithTimeout(parent, d)
-	}
-	return p.ctx
-}
-
-// end releases the current period, if any.
-func (p *period) end() {
-	if p.cancel != nil {
-		p.cancel()
-	}
-	p.ctx, p.cancel = nil, nil
 }
 
 // endFromMemory ends a stream whose feed closed: the job has ended. The
