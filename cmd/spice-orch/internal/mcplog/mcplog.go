@@ -3,9 +3,6 @@ package mcplog
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spice-orch/spice-orch/cmd/spice-orch/internal/sidelog"
@@ -78,69 +75,36 @@ func Payload(e servers.Event) Event {
 // compose.Build, and after the pair ended and its servers closed.
 type Recorder struct {
 	now func() time.Time
-
-	mu      sync.Mutex
-	pending []eventlog.Record
-	dropped int
-	log     *eventlog.Log
+	*sidelog.Writer[eventlog.Record]
 }
 
 // NewRecorder starts pairID's MCP log, recorded through st (the store,
 // or what stands for it). after is the last sequence the log already
 // holds: a resumed pair's servers continue it.
 func NewRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*Recorder, error) {
-	l, err := eventlog.New(eventlog.Config{
-		Name: Name(pairID), MaxEvents: maxEvents + 1, MaxBytes: 4 << 20, After: after,
-		Required: []eventlog.Observer{st},
+	w, err := sidelog.NewWriter(sidelog.WriterConfig[eventlog.Record]{
+		Name: Name(pairID), What: "MCP", Max: maxEvents, After: after, Store: st,
+		Encode: func(rec eventlog.Record) (eventlog.Record, error) { return rec, nil },
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{now: now, log: l}, nil
+	return &Recorder{now: now, Writer: w}, nil
 }
 
-// OnEvent is servers.Config.OnEvent: it holds e for the next Flush.
+// OnEvent is servers.Config.OnEvent: it holds e for the next Flush,
+// encoded now, since the servers may reuse what e refers to.
 func (r *Recorder) OnEvent(e servers.Event) {
 	b, err := json.Marshal(Payload(e))
 	var raw eventlog.Raw
 	if err == nil {
 		raw, err = eventlog.NewRaw(b)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err != nil || len(r.pending) >= maxEvents {
-		r.dropped++
+	if err != nil {
+		r.Drop()
 		return
 	}
-	r.pending = append(r.pending, eventlog.Record{Kind: string(e.Kind), Time: r.now(), Payload: raw})
-}
-
-// Flush records what is held. Events the log refuses are joined in the
-// returned error; the pair's own record is not affected.
-func (r *Recorder) Flush(ctx context.Context) error {
-	r.mu.Lock()
-	pending := r.pending
-	r.pending = nil
-	r.mu.Unlock()
-	var errs []error
-	for _, rec := range pending {
-		if _, err := r.log.Append(ctx, rec); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Close closes the log, and says how many events the bound dropped.
-func (r *Recorder) Close(ctx context.Context) error {
-	r.mu.Lock()
-	dropped := r.dropped
-	r.mu.Unlock()
-	err := r.log.Close(ctx)
-	if dropped > 0 {
-		err = errors.Join(err, fmt.Errorf("%d MCP events over the bound of %d were not recorded", dropped, maxEvents))
-	}
-	return err
+	r.Hold(eventlog.Record{Kind: string(e.Kind), Time: r.now(), Payload: raw})
 }
 
 // Recorded is one event of a recorded MCP log.

@@ -3,8 +3,6 @@ package pluginlog
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -55,44 +53,36 @@ type held struct {
 // closed.
 type Recorder struct {
 	now func() time.Time
+	*sidelog.Writer[held]
 
-	mu      sync.Mutex
-	lookup  func(plan.ID) (host.GenerationPlan, bool)
-	pending []held
-	dropped int
-	log     *eventlog.Log
+	mu     sync.Mutex
+	lookup func(plan.ID) (host.GenerationPlan, bool)
 }
 
 // NewRecorder starts pairID's plugin log, recorded through st (the
 // store, or what stands for it). after is the last sequence the log
 // already holds: a resumed pair's host continues it.
 func NewRecorder(pairID string, st eventlog.Observer, now func() time.Time, after uint64) (*Recorder, error) {
-	l, err := eventlog.New(eventlog.Config{
-		Name: Name(pairID), MaxEvents: maxPluginEvents + 1, MaxBytes: 4 << 20, After: after,
-		Required: []eventlog.Observer{st},
+	r := &Recorder{now: now}
+	w, err := sidelog.NewWriter(sidelog.WriterConfig[held]{
+		Name: Name(pairID), What: "plugin", Max: maxPluginEvents, After: after, Store: st,
+		Encode: r.encode,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{now: now, log: l}, nil
+	r.Writer = w
+	return r, nil
 }
 
 // OnEvent is the host's OnEvent: it holds e for the next Flush.
 func (r *Recorder) OnEvent(e host.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.pending) >= maxPluginEvents {
-		r.dropped++
-		return
-	}
 	p := held{at: r.now(), ev: e}
-	if e.Kind == host.EventActivated && r.lookup != nil {
+	if e.Kind == host.EventActivated {
 		// Resolved now: a later activation could evict the plan.
-		if gp, ok := r.lookup(e.Plan); ok {
-			p.plan = &gp
-		}
+		p.plan = r.resolve(e.Plan)
 	}
-	r.pending = append(r.pending, p)
+	r.Hold(p)
 }
 
 // SetLookup gives the recorder the host's plans, once Build returned.
@@ -102,47 +92,35 @@ func (r *Recorder) SetLookup(f func(plan.ID) (host.GenerationPlan, bool)) {
 	r.lookup = f
 }
 
-// Flush records what is held. Events the log refuses are counted in the
-// returned error; the pair's own record is not affected.
-func (r *Recorder) Flush(ctx context.Context) error {
+// resolve returns the host's plan id, if the lookup is known and has it.
+func (r *Recorder) resolve(id plan.ID) *host.GenerationPlan {
 	r.mu.Lock()
-	pending, lookup := r.pending, r.lookup
-	r.pending = nil
+	lookup := r.lookup
 	r.mu.Unlock()
-	var errs []error
-	for _, p := range pending {
-		if p.ev.Kind == host.EventActivated && p.plan == nil && lookup != nil {
-			if gp, ok := lookup(p.ev.Plan); ok {
-				p.plan = &gp
-			}
-		}
-		b, err := json.Marshal(payloadOf(p))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		raw, err := eventlog.NewRaw(b)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, err := r.log.Append(ctx, eventlog.Record{Kind: string(p.ev.Kind), Time: p.at, Payload: raw}); err != nil {
-			errs = append(errs, err)
-		}
+	if lookup == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	if gp, ok := lookup(id); ok {
+		return &gp
+	}
+	return nil
 }
 
-// Close closes the log, and says how many events the bound dropped.
-func (r *Recorder) Close(ctx context.Context) error {
-	r.mu.Lock()
-	dropped := r.dropped
-	r.mu.Unlock()
-	err := r.log.Close(ctx)
-	if dropped > 0 {
-		err = errors.Join(err, fmt.Errorf("%d plugin events over the bound of %d were not recorded", dropped, maxPluginEvents))
+// encode makes p's record at Flush, resolving an activation's plan that
+// was not yet known when the host reported it.
+func (r *Recorder) encode(p held) (eventlog.Record, error) {
+	if p.ev.Kind == host.EventActivated && p.plan == nil {
+		p.plan = r.resolve(p.ev.Plan)
 	}
-	return err
+	b, err := json.Marshal(payloadOf(p))
+	if err != nil {
+		return eventlog.Record{}, err
+	}
+	raw, err := eventlog.NewRaw(b)
+	if err != nil {
+		return eventlog.Record{}, err
+	}
+	return eventlog.Record{Kind: string(p.ev.Kind), Time: p.at, Payload: raw}, nil
 }
 
 func payloadOf(p held) Event {
