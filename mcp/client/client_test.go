@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -230,6 +231,68 @@ func TestM4_CrashMidCallOfAMutatingToolIsUncertainAndNotRerun(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, tool.Definitive, ee.Outcome())
 	require.Equal(t, CodeUnavailable, ee.Problem().Code())
+}
+
+func TestM4_ServerExitMidCallFailsAtOnceThoughAGrandchildHoldsItsOutput(t *testing.T) {
+	t.Run("pid namespace when allowed", func(t *testing.T) { exitFailsAtOnce(t, false) })
+	t.Run("process group only", func(t *testing.T) {
+		was := proctree.SetNamespaces(false)
+		defer proctree.SetNamespaces(was)
+		exitFailsAtOnce(t, true)
+	})
+}
+
+// exitFailsAtOnce calls orphan, whose server leaves a grandchild holding
+// its stdout and exits: the call must end as a crash long before its
+// bound, and Close must end the grandchild. In a PID namespace the kernel
+// kills the grandchild with the server and the SDK may see the end of
+// stdout first; in a process group only the watch of the exit ends the
+// call, which held says.
+func exitFailsAtOnce(t *testing.T, held bool) {
+	cfg := fixtureConfig(t)
+	cfg.CallTimeout = 60 * time.Second
+	s, err := Connect(context.Background(), cfg)
+	require.NoError(t, err)
+	defer s.Close()
+	dir := t.TempDir()
+	started, exit := filepath.Join(dir, "started"), filepath.Join(dir, "exit")
+	require.NoError(t, syscall.Mkfifo(started, 0o600))
+	require.NoError(t, syscall.Mkfifo(exit, 0o600))
+	done := make(chan error, 1)
+	go func() {
+		_, err := exec1(t, context.Background(), s, "orphan", map[string]string{"path": started, "text": exit})
+		done <- err
+	}()
+	f, err := os.Open(started)
+	require.NoError(t, err)
+	line, err := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, "started\n", line)
+	// The grandchild is a descendant while the server runs; the PIDs are
+	// of this namespace, whatever namespace the server has.
+	grandchildren := proctree.Descendants(s.PID())
+	require.NotEmpty(t, grandchildren)
+	g, err := os.OpenFile(exit, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	g.Close()
+	bound := time.NewTimer(10 * time.Second)
+	defer bound.Stop()
+	select {
+	case err = <-done:
+	case <-bound.C:
+		t.Fatal("the call outlived its server by 10s")
+	}
+	var ee *tool.ExecutionError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, CodeFailed, ee.Problem().Code(), "the server ended; the call did not time out")
+	if held {
+		require.ErrorIs(t, err, errExited)
+	}
+	require.Equal(t, tool.Uncertain, ee.Outcome(), "orphan is mutating: it may have taken effect")
+	require.Equal(t, tool.NoRetry, ee.Retry())
+	require.NoError(t, s.Close())
+	require.Empty(t, proctree.Live(grandchildren), "the grandchild is gone")
 }
 
 func TestM4_ResultOverTheBoundFails(t *testing.T) {

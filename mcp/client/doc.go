@@ -26,9 +26,11 @@
 //
 // Failures become the kernel's typed outcomes (K7): before the request
 // left the client, definitive; after it, uncertain for a mutating tool and
-// never retried. A result with isError is a model-visible problem. A
-// cancelled call sends notifications/cancelled (stdio) or closes its
-// stream (HTTP) and ends with one outcome. A call whose context carries
+// never retried; a call in flight ends as soon as a stdio server's
+// process exits, though a descendant may still hold its stdout open. A
+// result with isError is a model-visible problem. A cancelled call sends
+// notifications/cancelled (stdio) or closes its stream (HTTP) and ends
+// with one outcome. A call whose context carries
 // an idempotency key (package idempotency) sends it in the request's
 // _meta under MetaIdempotencyKey, so that a server can refuse to apply a
 // call twice.

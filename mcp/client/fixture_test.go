@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -148,6 +149,36 @@ func newFixtureServer(variant string) *sdk.Server {
 			}
 			go func() { _ = cmd.Wait() }()
 			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
+		})
+	// orphan starts a grandchild in the server's group that inherits its
+	// stdout and waits to be killed, tells the FIFO at path that it
+	// started, waits for the FIFO at text to be closed, and dies without
+	// answering: stdout stays open after the server exited.
+	sdk.AddTool(s, &sdk.Tool{Name: "orphan", Description: "Leaves a grandchild holding stdout and dies."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, nil, err
+			}
+			cmd := exec.Command(exe)
+			cmd.Env = []string{envSleep + "=1"}
+			cmd.Stdout = os.Stdout
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			f, err := os.OpenFile(in.Path, os.O_WRONLY, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			fmt.Fprintln(f, "started")
+			f.Close()
+			g, err := os.Open(in.Text)
+			if err != nil {
+				return nil, nil, err
+			}
+			_, _ = io.Copy(io.Discard, g)
+			os.Exit(3)
+			return nil, nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "key", Description: "Names the call's idempotency key.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *sdk.CallToolRequest, _ noIn) (*sdk.CallToolResult, any, error) {

@@ -53,6 +53,11 @@ type Server struct {
 	exited  chan struct{} // closed once the process was reaped; nil for HTTP
 	readers sync.WaitGroup
 
+	// life is cancelled with errExited once the process was reaped: a
+	// call in flight ends then, even while a descendant that inherited
+	// the server's stdout keeps the SDK from seeing its end. Nil for HTTP.
+	life context.Context
+
 	tree *proctree.Tree // the group and the descendants seen; nil for HTTP
 
 	entry *nodeEntry // a Node server's private entry; nil otherwise
@@ -213,9 +218,12 @@ func (s *Server) start(files []*os.File) (sdk.Transport, error) {
 	closeAll(inR, outW, errW)
 	s.cmd, s.pid, s.exited = cmd, cmd.Process.Pid, make(chan struct{})
 	s.tree = proctree.NewTree(s.pid, s.exited)
+	life, endLife := context.WithCancelCause(context.Background())
+	s.life = life
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)
+		endLife(errExited)
 	}()
 	s.readers.Add(1)
 	go func() { defer s.readers.Done(); s.stderr.read(errR); errR.Close() }()

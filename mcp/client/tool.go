@@ -71,7 +71,15 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, _ tool.Reporter) (to
 	if err := ctx.Err(); err != nil {
 		return tool.Result{}, tool.Canceled(call.ID(), err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	// The call also ends when the server process exits: its stdout can
+	// outlive it in a descendant, and the SDK would wait for the bound.
+	lctx, endCall := context.WithCancelCause(ctx)
+	defer endCall(nil)
+	if s.life != nil {
+		stop := context.AfterFunc(s.life, func() { endCall(context.Cause(s.life)) })
+		defer stop()
+	}
+	cctx, cancel := context.WithTimeout(lctx, s.cfg.CallTimeout)
 	defer cancel()
 	var arguments any = json.RawMessage(args)
 	if len(args) == 0 {
@@ -129,6 +137,8 @@ func (c *callState) broken(err error) (tool.Result, error) {
 			p = problemRefused
 		}
 		return tool.Result{}, tool.Fail(c.call.ID(), p)
+	case errors.Is(context.Cause(c.cctx), errExited):
+		return c.fail(problemFailed, errExited)
 	}
 	return c.fail(problemFailed, errFailed)
 }
@@ -136,6 +146,10 @@ func (c *callState) broken(err error) (tool.Result, error) {
 // errFailed is the cause of a transport or process failure; the SDK's own
 // error may quote the peer and is not kept.
 var errFailed = errors.New("mcp server or connection failed")
+
+// errExited is the cause of a call that ended because the server process
+// exited.
+var errExited = errors.New("mcp server process exited")
 
 // result maps the server's result: its text, and isError as a
 // model-visible problem.
