@@ -822,6 +822,7 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("hashchange", route);
   loadExamples();
   pollPluginDev();
+  pollServerQuestions();
   refreshPairs();
   setInterval(refreshPairs, 2000);
   route();
@@ -907,13 +908,20 @@ PairView.prototype.questionNode = function (q) {
   const args = q.arguments !== undefined ? JSON.stringify(q.arguments, null, 2)
     : (q.arguments_preview || "") + " … (" + q.arguments_bytes + " bytes in all)";
   n.appendChild(el("pre", "question-args", args));
+  answerControls(n, this.id, q);
+  return n;
+};
+
+// answerControls appends Approve and Deny to the question node n: each
+// posts the answer, bound to the question's digest, under pairID.
+function answerControls(n, pairID, q) {
   const yes = el("button", "approve", "Approve");
   const no = el("button", "deny", "Deny");
   yes.type = no.type = "button";
   const err = el("p", "error");
   const answer = async (word) => {
     yes.disabled = no.disabled = true;
-    const path = "/v1/pairs/" + encodeURIComponent(this.id) + "/approvals/" +
+    const path = "/v1/pairs/" + encodeURIComponent(pairID) + "/approvals/" +
       q.question.split("/").map(encodeURIComponent).join("/");
     const { status, data } = await api("POST", path, JSON.stringify({ answer: word, digest: q.digest }), "application/json");
     if (status === 200) {
@@ -929,8 +937,74 @@ PairView.prototype.questionNode = function (q) {
   n.appendChild(yes);
   n.appendChild(no);
   n.appendChild(err);
+}
+
+// ---- the server's own questions (serve --mcp) ----
+
+// serverQuestions is the pair ID under which the server asks about
+// itself: a candidate generation of the MCP servers its pairs share.
+const serverQuestions = "server";
+
+// pollServerQuestions asks for the server's pending questions now and
+// every second, as pollQuestions does for a pair: a tool list can change
+// at any moment.
+async function pollServerQuestions() {
+  const { status, data } = await api("GET", "/v1/pairs/" + serverQuestions + "/approvals");
+  if (status === 200 && data) showServerQuestions(data.approvals || []);
+  setTimeout(pollServerQuestions, 1000);
+}
+
+// showServerQuestions draws each pending question in the side panel. A
+// question drawn already keeps its node, so that a click in flight is
+// not lost.
+function showServerQuestions(qs) {
+  const list = $("server-question-list");
+  const keep = new Set(qs.map((q) => q.question));
+  for (const n of [...list.children]) if (!keep.has(n.dataset.question)) n.remove();
+  for (const q of qs) {
+    if ([...list.children].some((n) => n.dataset.question === q.question)) continue;
+    list.appendChild(serverQuestionNode(q));
+  }
+  $("server-questions").hidden = list.children.length === 0;
+  document.body.dataset.serverQuestions = String(qs.length);
+}
+
+// serverQuestionNode shows a candidate generation of an MCP server: the
+// server, whether its code is pinned, the tools it adds, drops and
+// redefines (from the definitions' digests now and before), and the
+// question's digest. Names come from the MCP server: shown as text.
+function serverQuestionNode(q) {
+  const n = el("div", "question server-question");
+  n.dataset.question = q.question;
+  const head = el("div", "question-head");
+  head.appendChild(el("span", "question-title", "activate new tools of "));
+  head.appendChild(el("span", "tool-name", q.tool));
+  head.appendChild(el("span", "badge", q.effect || "unknown effect"));
+  head.appendChild(el("span", "badge" + (q.replay === "UNPINNED" ? " unpinned-badge" : ""), q.replay || "unknown"));
+  n.appendChild(head);
+  const a = q.arguments;
+  if (a && typeof a === "object" && a.tools && a.active) {
+    const added = [], dropped = [], changed = [];
+    for (const [name, d] of Object.entries(a.tools)) {
+      if (!Object.hasOwn(a.active, name)) added.push(name);
+      else if (a.active[name] !== d) changed.push(name);
+    }
+    for (const name of Object.keys(a.active)) if (!Object.hasOwn(a.tools, name)) dropped.push(name);
+    const lines = [];
+    if (added.length) lines.push("added: " + added.sort().join(", "));
+    if (dropped.length) lines.push("removed: " + dropped.sort().join(", "));
+    if (changed.length) lines.push("redefined: " + changed.sort().join(", "));
+    lines.push(Object.keys(a.tools).length + " tool(s) after the change");
+    n.appendChild(el("pre", "question-args", lines.join("\n")));
+  } else {
+    const args = a !== undefined ? JSON.stringify(a, null, 2)
+      : (q.arguments_preview || "") + " … (" + q.arguments_bytes + " bytes in all)";
+    n.appendChild(el("pre", "question-args", args));
+  }
+  n.appendChild(el("div", "kv", "digest " + String(q.digest || "").slice(0, 12)));
+  answerControls(n, serverQuestions, q);
   return n;
-};
+}
 
 // ---- handoff messages ----
 
