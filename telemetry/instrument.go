@@ -27,7 +27,13 @@ type (
 	requestParamer interface {
 		RequestParams() (float64, bool, int64)
 	}
+	// Unwrap() model.Provider: a decorator's provider, looked through
+	// for the methods above.
+	unwrapper interface{ Unwrap() model.Provider }
 )
+
+// maxUnwrap bounds how many decorators describe looks through.
+const maxUnwrap = 8
 
 // maxOpsPerWorker bounds the responses a worker's provider holds for the
 // drawing; past it a response is not described (the drawing still is).
@@ -71,8 +77,9 @@ type resp struct {
 //     "model" and "finish_reason" string members of the provider metadata
 //     of each completed response, whatever its namespace.
 //
-// The wrapper only reads: it never changes a request, an item or an error,
-// and it contains its own panics. Call Instrument once per pair, before
+// A decorator with an Unwrap() model.Provider method is looked through for
+// these methods. The wrapper only reads: it never changes a request, an
+// item or an error, and it contains its own panics. Call Instrument once per pair, before
 // the pair starts; cfg.ID must be set.
 func (t *Telemetry) Instrument(cfg *orchestrator.Config) {
 	cfg.Timeline.BestEffort = append(cfg.Timeline.BestEffort, t)
@@ -94,10 +101,22 @@ func (t *Telemetry) Instrument(cfg *orchestrator.Config) {
 	}
 }
 
-// describe reads what a provider says of itself.
+// describe reads what a provider says of itself, through the decorators
+// that say what they decorate.
 func describe(p model.Provider) (w *worker) {
 	w = &worker{tools: make(map[string]string), ops: make(map[id.Operation]resp)}
 	defer func() { _ = recover() }()
+	for range maxUnwrap {
+		u, ok := p.(unwrapper)
+		if !ok {
+			break
+		}
+		inner := u.Unwrap()
+		if inner == nil {
+			break
+		}
+		p = inner
+	}
 	if n, ok := p.(providerNamer); ok {
 		if name := n.ProviderName(); bound.Name("provider", name) == nil {
 			w.provider = name

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/telemetry"
 )
 
@@ -63,4 +64,25 @@ func TestD3_ARecordCarriesTheProvidersAndTheParent(t *testing.T) {
 
 	_, err = telemetry.ReadRecord(bytes.NewReader(nil))
 	require.ErrorIs(t, err, telemetry.ErrMalformed)
+}
+
+// decorated is a provider decorator that says what it decorates, as
+// providers/coalesce does.
+type decorated struct{ inner model.Provider }
+
+func (d decorated) Stream(ctx context.Context, r model.Request) (model.Stream, error) {
+	return d.inner.Stream(ctx, r)
+}
+
+func (d decorated) Unwrap() model.Provider { return d.inner }
+
+// TestD3_ADecoratorIsLookedThroughForWhatTheProviderSays decorates each
+// worker's provider: the pair is still drawn with the names the
+// providers give themselves.
+func TestD3_ADecoratorIsLookedThroughForWhatTheProviderSays(t *testing.T) {
+	cfg := builtinPair(t, nil)
+	want := telemetry.ProviderNames(&cfg)
+	cfg.First.Engine.Provider = decorated{decorated{cfg.First.Engine.Provider}}
+	cfg.Second.Engine.Provider = decorated{cfg.Second.Engine.Provider}
+	require.Equal(t, want, telemetry.ProviderNames(&cfg))
 }

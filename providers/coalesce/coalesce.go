@@ -37,6 +37,11 @@ func New(cfg Config) (model.Provider, error) {
 	return &provider{inner: cfg.Provider}, nil
 }
 
+// Unwrap returns the decorated provider, so that what reads a provider's
+// optional methods (its name, its server's address) can look through the
+// decorator.
+func (p *provider) Unwrap() model.Provider { return p.inner }
+
 // Stream opens the inner provider's stream and decorates it when it
 // implements Readier. Its errors are the inner provider's, as they are.
 func (p *provider) Stream(ctx context.Context, req model.Request) (model.Stream, error) {

@@ -30,7 +30,9 @@
 //
 // A stream without Ready is returned as it is: no wrapper, no change in its
 // items. Errors from Provider.Stream are returned as they are, so their
-// retry advice is kept. No goroutine is started.
+// retry advice is kept. No goroutine is started. The decorated provider's
+// Unwrap returns the inner one, so that what reads a provider's optional
+// methods (its name, its server) can look through the decorator.
 //
 // This package knows the kernel's model contract and nothing else: not
 // which provider it wraps, not how the items it returns are recorded or
