@@ -41,24 +41,23 @@ type approvalServer struct {
 	questions chan orchestrator.Approval
 }
 
-func startApprovalServer(t *testing.T) *approvalServer {
+// startServe runs serve with f and hooks (its ready hook is its own)
+// until the test ends, and returns its URL once it listens.
+func startServe(t *testing.T, env Env, f serveFlags, hooks serveHooks) string {
 	t.Helper()
-	dir := t.TempDir()
-	as := &approvalServer{dir: dir, questions: make(chan orchestrator.Approval, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	hooks := serveHooks{ready: func(url string) { ready <- url }, question: func(a orchestrator.Approval) { as.questions <- a }}
-	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
-		pairs: 4, queue: 16, maxConns: 64}
-	go func() {
-		done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
-	}()
+	hooks.ready = func(url string) { ready <- url }
+	go func() { done <- runServe(ctx, env, f, hooks) }()
+	var url string
 	select {
-	case as.url = <-ready:
+	case url = <-ready:
 	case err := <-done:
+		cancel()
 		t.Fatalf("serve ended before it listened: %v", err)
 	case <-time.After(time.Minute):
+		cancel()
 		t.Fatal("serve did not listen within a minute")
 	}
 	t.Cleanup(func() {
@@ -70,6 +69,17 @@ func startApprovalServer(t *testing.T) *approvalServer {
 			t.Error("serve did not stop within a minute")
 		}
 	})
+	return url
+}
+
+func startApprovalServer(t *testing.T) *approvalServer {
+	t.Helper()
+	dir := t.TempDir()
+	as := &approvalServer{dir: dir, questions: make(chan orchestrator.Approval, 16)}
+	hooks := serveHooks{question: func(a orchestrator.Approval) { as.questions <- a }}
+	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
+		pairs: 4, queue: 16, maxConns: 64}
+	as.url = startServe(t, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
 	return as
 }
 

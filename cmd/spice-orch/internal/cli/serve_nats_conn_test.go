@@ -38,31 +38,10 @@ func startNATSServe(t *testing.T) *natsServe {
 	n.startNATS(t)
 	n.port = n.ns.Addr().(*net.TCPAddr).Port
 	t.Cleanup(func() { n.stopNATS() })
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
 	f := serveFlags{addr: "127.0.0.1:0", store: filepath.Join(dir, "runs.db"), dataDir: filepath.Join(dir, "data"),
 		pairs: 4, queue: 16, maxConns: 64, nats: n.ns.ClientURL(), natsName: "spice"}
-	go func() {
-		done <- runServe(ctx, Env{Stdout: &lines{grew: make(chan struct{}, 1)}, Stderr: n.stderr, Getenv: func(string) string { return "" }},
-			f, serveHooks{ready: func(url string) { ready <- url }})
-	}()
-	select {
-	case n.url = <-ready:
-	case err := <-done:
-		t.Fatalf("serve ended before it listened: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not listen within a minute")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(time.Minute):
-			t.Error("serve did not stop within a minute")
-		}
-	})
+	n.url = startServe(t, Env{Stdout: &lines{grew: make(chan struct{}, 1)}, Stderr: n.stderr, Getenv: func(string) string { return "" }},
+		f, serveHooks{})
 	return n
 }
 

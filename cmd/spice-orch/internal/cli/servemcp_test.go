@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -39,33 +38,11 @@ func startMCPServerWith(t *testing.T, approve, mcpSpec string) *mcpServer {
 	specPath := filepath.Join(dir, "mcp.yaml")
 	require.NoError(t, os.WriteFile(specPath, []byte(mcpSpec), 0o600))
 	ms := &mcpServer{db: filepath.Join(dir, "runs.db"), events: make(chan servers.Event, 64), questions: make(chan orchestrator.Approval, 16)}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	hooks := serveHooks{ready: func(url string) { ready <- url },
-		question: func(a orchestrator.Approval) { ms.questions <- a },
+	hooks := serveHooks{question: func(a orchestrator.Approval) { ms.questions <- a },
 		mcpEvent: func(e servers.Event) { ms.events <- e }}
 	f := serveFlags{addr: "127.0.0.1:0", store: ms.db, dataDir: filepath.Join(dir, "data"),
 		pairs: 4, queue: 16, maxConns: 64, approve: approve, mcp: specPath}
-	go func() {
-		done <- runServe(ctx, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
-	}()
-	select {
-	case ms.url = <-ready:
-	case err := <-done:
-		t.Fatalf("serve ended before it listened: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not listen within a minute")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(time.Minute):
-			t.Error("serve did not stop within a minute")
-		}
-	})
+	ms.url = startServe(t, Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}, f, hooks)
 	ms.next(t, toolgen.EventActivated) // the first plan
 	return ms
 }
