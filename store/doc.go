@@ -6,13 +6,16 @@
 //
 // It owns the database schema and its migrations, the events table (one row
 // per event: log, sequence, kind, time and the event's canonical JSON bytes,
-// exactly what the live JSON stream printed), the tables derived from the
-// events (runs, pairs, the runs of each pair, tool calls), write integrity
-// (a used sequence never changes its bytes), and recovery after a crash: a
-// run or pair without a terminal event whose owner (the writable open that
-// recorded it, held alive by an OS-released file lock) is gone is
-// interrupted, and a mutating tool call that started without a terminal in
-// it is uncertain and never run again by anything that trusts this record.
+// exactly what the live JSON stream printed; a run told to the store only
+// through its pair's timeline is read back out of the pair's relayed rows,
+// byte for byte, so that it costs one row an event), the tables derived
+// from the events (runs, pairs, the runs of each pair, tool calls), write
+// integrity (a used sequence never changes its bytes), and recovery after
+// a crash: a run or pair without a terminal event whose owner (the
+// writable open that recorded it, held alive by an OS-released file lock)
+// is gone is interrupted, and a mutating tool call that started without a
+// terminal in it is uncertain and never run again by anything that trusts
+// this record.
 //
 // Durability: the database is in WAL mode with synchronous=FULL, so a
 // transaction's commit syncs the write-ahead log before it returns. Observe

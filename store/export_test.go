@@ -45,3 +45,10 @@ type Hooks struct {
 func OpenWithHooks(ctx context.Context, path string, h Hooks) (*Store, error) {
 	return openConfig(ctx, Config{Path: path}, hooks{queued: h.Queued, commit: h.Commit})
 }
+
+// OwnRows is how many rows of the events table are keyed by log.
+func OwnRows(ctx context.Context, s *Store, log string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE log = ?`, log).Scan(&n)
+	return n, err
+}

@@ -175,9 +175,27 @@ type pairResult struct {
 // its own engine; both share the pair's plan, IDs and clock.
 func runPair(t testing.TB, st *store.Store, pairID string) pairResult {
 	t.Helper()
+	return playPair(t, st, pairID, true)
+}
+
+// runPairOnce is runPair with the store told of the pair timeline only, as
+// a composed pair is: each run's events reach it once, relayed.
+func runPairOnce(t testing.TB, st *store.Store, pairID string) pairResult {
+	t.Helper()
+	return playPair(t, st, pairID, false)
+}
+
+func playPair(t testing.TB, st *store.Store, pairID string, runRows bool) pairResult {
+	t.Helper()
 	ctx := context.Background()
 	lv := newLive()
 	timeline := newLog(t, pairID, st, lv)
+	observers := func(r relay) []eventlog.Observer {
+		if runRows {
+			return []eventlog.Observer{st, lv, r}
+		}
+		return []eventlog.Observer{lv, r}
+	}
 	clock := &enginetest.Clock{Start: t0}
 	ids := &id.Counter{Prefix: pairID + "/"}
 	src := plans(t, writeTool(t, nil))
@@ -191,7 +209,7 @@ func runPair(t testing.TB, st *store.Store, pairID string) pairResult {
 	writer := newEngine(t, ids, clock, src, [][]model.Item{
 		{enginetest.Call("call-1", "write", `{"path":"a.txt"}`), enginetest.Done(10, 2)},
 		enginetest.Answer("draft: a.txt"),
-	}, 0, st, lv, relay{pair: timeline, worker: "writer"})
+	}, 0, observers(relay{pair: timeline, worker: "writer"})...)
 	r1, res, err := runOnce(t, writer, "writer", "write a.txt")
 	require.NoError(t, err)
 	require.Equal(t, engine.Completed, res.Status)
@@ -199,7 +217,7 @@ func runPair(t testing.TB, st *store.Store, pairID string) pairResult {
 	appendPair("pair.handoff", `{"round":1,"from":"writer","to":"reviewer","from_run_id":"`+string(r1.ID())+`","last_seq":13,"sha256":"00","bytes":12,"answer_bytes":12,"cut":false}`, false)
 
 	reviewer := newEngine(t, ids, clock, src, [][]model.Item{enginetest.Answer("APPROVED")}, 0,
-		st, lv, relay{pair: timeline, worker: "reviewer"})
+		observers(relay{pair: timeline, worker: "reviewer"})...)
 	r2, res, err := runOnce(t, reviewer, "reviewer", "draft: a.txt")
 	require.NoError(t, err)
 	require.Equal(t, engine.Completed, res.Status)

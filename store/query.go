@@ -293,28 +293,14 @@ func (s *Store) ReplayJSON(ctx context.Context, w io.Writer, log string) error {
 		return err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT seq, kind, time, body FROM events WHERE log = ? ORDER BY seq`, log)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	found := false
-	var body []byte
-	for rows.Next() {
-		var seq int64
-		var kind, ts string
-		if err := rows.Scan(&seq, &kind, &ts, &body); err != nil {
-			return err
-		}
+	found, err := readLog(ctx, tx, log, func(_ logType, seq int64, kind, ts string, body []byte) error {
 		if _, err := decodeRow(logOther, log, seq, kind, ts, body); err != nil {
 			return err
 		}
-		found = true
-		if _, err := w.Write(append(body, '\n')); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
+		_, err := w.Write(append(body, '\n'))
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	if !found {
@@ -325,34 +311,16 @@ func (s *Store) ReplayJSON(ctx context.Context, w io.Writer, log string) error {
 
 // entries reads a log's events in order.
 func entries(ctx context.Context, q querier, log string) ([]Entry, error) {
-	var t string
-	err := q.QueryRowContext(ctx, `SELECT type FROM logs WHERE log = ?`, log).Scan(&t)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rows, err := q.QueryContext(ctx, `SELECT seq, kind, time, body FROM events WHERE log = ? ORDER BY seq`, log)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []Entry
-	for rows.Next() {
-		var seq int64
-		var kind, ts string
-		var body []byte
-		if err := rows.Scan(&seq, &kind, &ts, &body); err != nil {
-			return nil, err
-		}
-		en, err := decodeRow(logType(t), log, seq, kind, ts, body)
+	_, err := readLog(ctx, q, log, func(t logType, seq int64, kind, ts string, body []byte) error {
+		en, err := decodeRow(t, log, seq, kind, ts, body)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, en)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 type scanner interface{ Scan(dest ...any) error }

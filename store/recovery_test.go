@@ -112,8 +112,15 @@ func TestRecoveryFromRelayedEventsAlone(t *testing.T) {
 	require.Equal(t, "writer", pair.Runs[0].Worker)
 	require.Len(t, pair.Uncertain, 1)
 	require.Equal(t, uint64(2), pair.Uncertain[0].StartedSeq, "the run's own sequence, from the relay")
-	_, err = st.Run(ctx, "run-7")
+	rr, err := st.Run(ctx, "run-7")
 	require.NoError(t, err)
+	require.Equal(t, store.StatusInterrupted, rr.Summary.Status)
+	require.Len(t, rr.Uncertain, 1)
+	// The run's log is read back out of the timeline, as a resume reads it.
+	require.Len(t, rr.Events, 2)
+	require.Equal(t, event.KindRunStarted, rr.Events[0].Event.Kind())
+	require.IsType(t, event.ToolStarted{}, rr.Events[1].Payload)
+	require.Equal(t, uint64(2), rr.Events[1].Event.Seq())
 }
 
 func TestPairTerminalReasonShapes(t *testing.T) {
