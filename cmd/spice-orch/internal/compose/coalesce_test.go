@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func sseEvent(content, finish string) string {
 }
 
 // firstDelta passes every event to the store, and closes recorded once
-// the store recorded a model.text_delta in a run log of role.
+// the store recorded a model.text_delta of role, relayed.
 type firstDelta struct {
 	eventlog.Observer
 	role     string
@@ -49,7 +48,7 @@ func (d *firstDelta) Observe(ctx context.Context, e eventlog.Event) error {
 	if err := d.Observer.Observe(ctx, e); err != nil {
 		return err
 	}
-	if e.Kind() == event.KindModelTextDelta && strings.Contains(e.Log(), "/"+d.role+"/") {
+	if r, ok := e.Payload().(orchestrator.Relayed); ok && e.Kind() == event.KindModelTextDelta && r.Worker() == d.role {
 		d.once.Do(func() { close(d.recorded) })
 	}
 	return nil

@@ -323,10 +323,12 @@ func (p *Pair) worker(o Options, field string, w spec.Worker, toolNames []string
 	if prov, err = coalesce.New(coalesce.Config{Provider: prov}); err != nil {
 		return workers.Config{}, &ConfigError{err}
 	}
+	// The store is not told of the run's events: the pair relays each to
+	// its timeline, which the store records before the run goes on, and
+	// the store reads the run's log back out of those rows. One row an
+	// event instead of two is what a store's one writer has to spare when
+	// hundreds of pairs stream at once.
 	eng := engine.Config{Provider: prov, IDs: &id.Counter{Prefix: o.PairID + "/" + w.Role + "/"}, Clock: o.Clock, Broker: o.Broker}
-	if o.Store != nil {
-		eng.Required = []eventlog.Observer{o.Store}
-	}
 	return workers.Config{Role: w.Role, Definition: def, Engine: eng}, nil
 }
 
