@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"testing"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -91,6 +93,43 @@ func FuzzPairFields(f *testing.F) {
 			if r.Payload != nil && r.Payload[0] != '{' {
 				t.Fatalf("relay payload is not an object")
 			}
+		}
+	})
+}
+
+// A run event rebuilt from a relayed pair row either fails the check every
+// read makes (decodeRow) or decodes to an event that encodes to exactly
+// the rebuilt bytes, with the row's kind, time and the relayed sequence.
+func FuzzRunEventOf(f *testing.F) {
+	f.Add("run-1", "tool.started", "2026-01-01T00:00:00.001000000Z",
+		[]byte(`{"seq":2,"kind":"tool.started","time":"2026-01-01T00:00:00.001000000Z","payload":{"worker":"writer","run_id":"run-1","run_seq":5,"payload":{"turn_id":"turn-1","operation_id":"op-1","call_id":"c1","name":"write","effect":"mutating"}}}`))
+	f.Add("run-1", "model.text_delta", "2026-01-01T00:00:00.001000000Z",
+		[]byte(`{"seq":9,"kind":"model.text_delta","time":"2026-01-01T00:00:00.001000000Z","payload":{"worker":"w","run_id":"run-1","run_seq":1,"payload":{}}}`))
+	f.Add("run-2", "run.started", "x", []byte(`{"payload":{"run_id":"run-2","run_seq":18446744073709551615,"payload":{"a":"\u2028"}}}`))
+	f.Fuzz(func(t *testing.T, run, kind, ts string, body []byte) {
+		if len(body) > 1<<16 {
+			t.Skip()
+		}
+		seq, b, ok := runEventOf(run, kind, ts, body)
+		if !ok {
+			return
+		}
+		if seq == 0 || seq > math.MaxInt64 {
+			t.Fatalf("rebuilt sequence %d", seq)
+		}
+		en, err := decodeRow(logRun, run, int64(seq), kind, ts, b)
+		if err != nil {
+			var ie *IntegrityError
+			if !errors.As(err, &ie) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if got := en.Event.AppendJSON(nil); !bytes.Equal(got, b) {
+			t.Fatalf("rebuilt %q encodes as %q", b, got)
+		}
+		if en.Event.Seq() != seq || en.Event.Kind() != kind || timeText(en.Event.Time()) != ts {
+			t.Fatalf("rebuilt event %d %q %s from %d %q %s", en.Event.Seq(), en.Event.Kind(), timeText(en.Event.Time()), seq, kind, ts)
 		}
 	})
 }

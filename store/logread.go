@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
@@ -27,15 +28,16 @@ func readLog(ctx context.Context, q querier, log string, fn rowFunc) (bool, erro
 	err := q.QueryRowContext(ctx, `SELECT type FROM logs WHERE log = ?`, log).Scan(&t)
 	switch {
 	case err == nil:
-		return ownRows(ctx, q, logType(t), log, fn)
+		return ownRows(ctx, q, logType(t), log, 1, fn)
 	case errors.Is(err, sql.ErrNoRows):
 		return relayedRows(ctx, q, log, fn)
 	}
 	return false, err
 }
 
-func ownRows(ctx context.Context, q querier, t logType, log string, fn rowFunc) (bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, kind, time, body FROM events WHERE log = ? ORDER BY seq`, log)
+// ownRows reads the rows of log from sequence from on.
+func ownRows(ctx context.Context, q querier, t logType, log string, from int64, fn rowFunc) (bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, kind, time, body FROM events WHERE log = ? AND seq >= ? ORDER BY seq`, log, from)
 	if err != nil {
 		return false, err
 	}
@@ -57,8 +59,8 @@ func ownRows(ctx context.Context, q querier, t logType, log string, fn rowFunc) 
 }
 
 // relayedRows reads run's events out of the timelines of the pairs it
-// played in, from the first relayed one on. An event relayed twice (by a
-// second pair, or a resumed one) is read once, from its first recording.
+// played in, from the first relayed one on. An event relayed again (by a
+// resumed pair, or a second one) is read once, where it came first.
 func relayedRows(ctx context.Context, q querier, run string, fn rowFunc) (bool, error) {
 	type start struct {
 		pair string
@@ -85,23 +87,19 @@ func relayedRows(ctx context.Context, q querier, run string, fn rowFunc) (bool, 
 	name := eventlog.AppendString(nil, run)
 	var last uint64
 	for _, s := range starts {
-		_, err := ownRows(ctx, q, logPair, s.pair, func(_ logType, seq int64, kind, ts string, body []byte) error {
-			if seq < s.seq || isPairKind(kind) || !bytes.Contains(body, name) {
+		_, err := ownRows(ctx, q, logPair, s.pair, s.seq, func(_ logType, seq int64, kind, ts string, body []byte) error {
+			if isPairKind(kind) || !bytes.Contains(body, name) {
 				return nil
 			}
 			if _, err := decodeRow(logPair, s.pair, seq, kind, ts, body); err != nil {
 				return err
 			}
-			f, ok := readPairFields(payloadOf(body))
-			if !ok {
+			runSeq, ev, ok := runEventOf(run, kind, ts, body)
+			if !ok || runSeq <= last {
 				return nil
 			}
-			r, ok := f.relayOf()
-			if !ok || r.RunID != run || r.RunSeq <= last || r.RunSeq > 1<<63-1 {
-				return nil
-			}
-			last = r.RunSeq
-			return fn(logRun, int64(r.RunSeq), kind, ts, runEvent(r.RunSeq, kind, ts, f.Payload))
+			last = runSeq
+			return fn(logRun, int64(runSeq), kind, ts, ev)
 		})
 		if err != nil {
 			return false, err
@@ -110,17 +108,27 @@ func relayedRows(ctx context.Context, q querier, run string, fn rowFunc) (bool, 
 	return last > 0, nil
 }
 
-// runEvent encodes a run event as the run's own log does (eventlog's
-// canonical envelope): sequence, kind, time and payload, in that order.
-func runEvent(seq uint64, kind, ts string, payload []byte) []byte {
-	b := make([]byte, 0, len(`{"seq":,"kind":,"time":"","payload":}`)+20+len(kind)+2+len(ts)+len(payload))
+// runEventOf rebuilds the event of run that a relayed pair row holds: its
+// run sequence and the bytes the run's own log encoded it as (eventlog's
+// canonical envelope: sequence, kind, time and payload, in that order).
+// It reports false for a row that relays no event of run.
+func runEventOf(run, kind, ts string, body []byte) (uint64, []byte, bool) {
+	f, ok := readPairFields(payloadOf(body))
+	if !ok {
+		return 0, nil, false
+	}
+	r, ok := f.relayOf()
+	if !ok || r.RunID != run || r.RunSeq == 0 || r.RunSeq > math.MaxInt64 || len(f.Payload) == 0 {
+		return 0, nil, false
+	}
+	b := make([]byte, 0, len(`{"seq":,"kind":,"time":"","payload":}`)+20+len(kind)+2+len(ts)+len(f.Payload))
 	b = append(b, `{"seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
+	b = strconv.AppendUint(b, r.RunSeq, 10)
 	b = append(b, `,"kind":`...)
 	b = eventlog.AppendString(b, kind)
 	b = append(b, `,"time":"`...)
 	b = append(b, ts...)
 	b = append(b, `","payload":`...)
-	b = append(b, payload...)
-	return append(b, '}')
+	b = append(b, f.Payload...)
+	return r.RunSeq, append(b, '}'), true
 }
