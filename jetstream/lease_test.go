@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -158,6 +159,7 @@ func TestD1_AJobRedeliveredToItsOwnWorkerEndsOnce(t *testing.T) {
 		kinds = append(kinds, e.Kind())
 	}
 	require.Equal(t, []string{orchestrator.KindStarted, orchestrator.KindCompleted}, kinds)
+	require.Equal(t, []string{"1", strconv.Itoa(attempt)}, subjectAttempts(t, ctx, b, id), "each message names the attempt that published it")
 	tm.caughtUp(t, ctx)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
@@ -274,7 +276,8 @@ func TestD1_AnAttemptHeldAgainReplacesTheOld(t *testing.T) {
 // again, and the newer delivery claims and plays it. When the stalled
 // worker comes to its older delivery, it neither plays nor resumes the
 // job, nor settles its message: the attempts that hold a job only grow,
-// and the newer delivery ends the job, once.
+// as the readers of the events stream rely on, and the newer delivery
+// ends the job, once.
 func TestD1_AnOlderDeliveryNeverTakesTheJobFromANewer(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())

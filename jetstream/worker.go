@@ -153,7 +153,8 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 			// worker fetched it, then stalled past AckWait before it
 			// could claim it. The newer holds the job, and settles
 			// its message: an attempt that takes a job over always
-			// has a higher number than the one it takes it from.
+			// has a higher number than the one it takes it from,
+			// which the readers of the events stream rely on.
 			older = true
 			return st, false
 		case st.State == job.Running:
@@ -240,7 +241,7 @@ var errLeaseLost = errors.New("jetstream: the job was delivered to another worke
 func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := &held{cancel: cancel, kick: make(chan struct{}, 1)}
+	h := &held{attempt: j.Attempt, cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
 	defer cs.remove(j.ID, h)
 	var wg sync.WaitGroup
@@ -340,9 +341,12 @@ func (b *Backend) recheck(ctx context.Context, j job.Job) (lost, cancelled bool,
 
 // held is an attempt of a job a worker plays.
 type held struct {
-	cancel context.CancelCauseFunc
-	kick   chan struct{} // asks its heartbeat to check the job; one pending at most
-	lost   atomic.Bool
+	// attempt is the delivery's number (job.Job.Attempt): a later
+	// delivery of the job has a higher one.
+	attempt int
+	cancel  context.CancelCauseFunc
+	kick    chan struct{} // asks its heartbeat to check the job; one pending at most
+	lost    atomic.Bool
 }
 
 // inflight holds the jobs a worker plays, each by its latest attempt.
