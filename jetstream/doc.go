@@ -23,10 +23,12 @@
 //   - the events stream: each pair's timeline on its own subject, in
 //     messages that carry a batch of consecutive events (Timeline, a
 //     required observer of the pair), each message's Nats-Msg-Id naming
-//     the pair and the batch's range so that a batch sent twice is
-//     stored once; Events serves a pair's timeline from any cursor,
-//     replaying what the stream holds and then tailing it to the
-//     pair's terminal, each event once and without a gap (or ErrGap);
+//     the pair, the batch's range and the attempt of the job that
+//     published it, so that a batch sent twice is stored once; Events
+//     serves a pair's timeline from any cursor, replaying what the
+//     stream holds and then tailing it to the pair's terminal, each
+//     event once and without a gap (or ErrGap), and none that an
+//     attempt published after a newer attempt's first message;
 //   - the history a server reads (Pair, ListPairs): a job's status and
 //     its timeline from the stream, in the store's read-side types, so
 //     that serve reads either the same way;
@@ -48,7 +50,9 @@
 // any machine: a Publisher returns from a tool.started only once it and
 // every event before it are stored, so the stream holds every call that
 // may have taken effect; the continuation is published to the same
-// subject, its first batch fenced on the subject's last message.
+// subject, its first batch fenced on the subject's last message, and
+// what the superseded attempt publishes after it (a worker paused past
+// AckWait, until its next heartbeat) is skipped by every reader.
 // ResumeFromStore does so from a SQLite store that the worker shares with
 // the one that stopped answering, and ResumeFromStoreOrEvents takes the
 // store when it holds the pair and the stream otherwise, publishing

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -158,6 +159,7 @@ func TestD1_AJobRedeliveredToItsOwnWorkerEndsOnce(t *testing.T) {
 		kinds = append(kinds, e.Kind())
 	}
 	require.Equal(t, []string{orchestrator.KindStarted, orchestrator.KindCompleted}, kinds)
+	require.Equal(t, []string{"1", strconv.Itoa(attempt)}, subjectAttempts(t, ctx, b, id), "each message names the attempt that published it")
 	tm.caughtUp(t, ctx)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
@@ -267,4 +269,79 @@ func TestD1_AnAttemptHeldAgainReplacesTheOld(t *testing.T) {
 	require.Same(t, h2, cs.get("j"), "the older attempt's end removed the newer")
 	cs.remove("j", h2)
 	require.Nil(t, cs.get("j"))
+}
+
+// TestD1_AnOlderDeliveryNeverTakesTheJobFromANewer: a worker fetches a
+// job and stalls past AckWait before it claims it; the job is delivered
+// again, and the newer delivery claims and plays it. When the stalled
+// worker comes to its older delivery, it neither plays nor resumes the
+// job, nor settles its message: the attempts that hold a job only grow,
+// as the readers of the events stream rely on, and the newer delivery
+// ends the job, once.
+func TestD1_AnOlderDeliveryNeverTakesTheJobFromANewer(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "older"))
+	require.NoError(t, err)
+	id := submitN(t, ctx, b, "older", "block", 1)[0]
+	fetch := func(delivered uint64) jetstream.Msg {
+		t.Helper()
+		var msg jetstream.Msg
+		for msg == nil {
+			batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+			require.NoError(t, err)
+			for m := range batch.Messages() {
+				msg = m
+			}
+			require.NoError(t, ctx.Err())
+		}
+		meta, err := msg.Metadata()
+		require.NoError(t, err)
+		require.Equal(t, delivered, meta.NumDelivered)
+		return msg
+	}
+	first := fetch(1)  // the stalled worker's
+	second := fetch(2) // AckWait passed without a heartbeat
+
+	played, release := make(chan struct{}), make(chan struct{})
+	cfg := WorkerConfig{
+		Pairs: 1,
+		Play: func(ctx context.Context, j job.Job) job.Report {
+			close(played)
+			<-release
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Completed, Reason: "completed"}
+		},
+		Resume: func(ctx context.Context, j job.Job) job.Report {
+			t.Errorf("attempt %d took the job over from attempt 2", j.Attempt)
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "resumed"}
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.handle(ctx, b.playing, second, cfg)
+	}()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { free(); <-done })
+	select {
+	case <-played:
+	case <-ctx.Done():
+		t.Fatal("the newer delivery was not played")
+	}
+	b.handle(ctx, b.playing, first, cfg)
+	st, err := b.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, job.Running, st.State)
+	require.Equal(t, 2, st.Attempt)
+	info, err := b.stream.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), info.State.Msgs, "the older delivery settled the job's message")
+
+	free()
+	<-done
+	st, err = b.Await(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, job.Completed, st.State, st.Error)
+	require.Equal(t, 2, st.Attempt)
 }

@@ -33,8 +33,10 @@ import (
 //
 // The continuation is published to the same subject, its first batch on
 // condition that the subject's last message is still the one the
-// timeline was rebuilt from, so that a reader from cursor 0 sees one
-// timeline without a gap or a duplicate. build must build the pair as
+// timeline was rebuilt from, and every message names this attempt, so
+// that a reader from cursor 0 sees one timeline without a gap or a
+// duplicate: what the superseded attempt publishes after the
+// continuation's first message, before it notices, is skipped. build must build the pair as
 // its first play built it; the publisher is added to its required
 // timeline observers, which must not include a store that has not
 // recorded the pair's beginning.
@@ -127,8 +129,10 @@ type storedTimeline struct {
 }
 
 // stored reads the pair's timeline from the events stream, each event
-// once, and the stream sequence of the subject's last message. A gap is
-// ErrGap; more than orchestrator.MaxResumeEvents events is refused.
+// once, as Events reads it (no message of a superseded attempt after a
+// newer attempt's first), and the stream sequence of the subject's last
+// message, whichever attempt published it. A gap is ErrGap; more than
+// orchestrator.MaxResumeEvents events is refused.
 func (b *Backend) stored(ctx context.Context, pairID string) (storedTimeline, error) {
 	var st storedTimeline
 	if err := id.Check("pair.id", pairID); err != nil {
@@ -151,6 +155,7 @@ func (b *Backend) stored(ctx context.Context, pairID string) (storedTimeline, er
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	var seen attempts
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -163,11 +168,19 @@ func (b *Backend) stored(ctx context.Context, pairID string) (storedTimeline, er
 		if err != nil {
 			return st, err
 		}
-		evs, err := decodeBatch(msg.Data())
+		// The fence is the subject's last message, a superseded one
+		// included: the server compares it with whatever was stored.
+		st.streamSeq = meta.Sequence.Stream
+		stale, err := seen.superseded(msg.Headers())
 		if err != nil {
 			return st, err
 		}
-		st.streamSeq = meta.Sequence.Stream
+		var evs []eventlog.Event
+		if !stale {
+			if evs, err = decodeBatch(msg.Data()); err != nil {
+				return st, err
+			}
+		}
 		for _, e := range evs {
 			switch {
 			case e.Seq() <= st.lastSeq:

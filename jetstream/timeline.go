@@ -45,6 +45,45 @@ var ErrGap = errors.New("jetstream: the pair's timeline has a gap")
 // events in sequence.
 var ErrBadBatch = errors.New("jetstream: malformed events message")
 
+// attemptHdr names, on a timeline message, the attempt of the job (its
+// delivery's number) that published it: readers yield nothing a
+// superseded attempt published after its successor's first message.
+const attemptHdr = "Spice-Attempt"
+
+// maxAttemptDigits bounds the attempt header a reader parses: a uint64.
+const maxAttemptDigits = 20
+
+// attempts follows the attempts that a subject's messages name, as a
+// reader goes through them in stream order.
+type attempts struct{ newest uint64 }
+
+// superseded reports whether a message with headers h was published by
+// an attempt older than one that published before it on the subject:
+// a worker that lost its job (paused past AckWait) and has not noticed
+// yet. A reader skips such a message whole: it yields none of its
+// events and counts none as missing. A message that names no attempt
+// (published outside a worker's play, or by a worker older than the
+// header) is never superseded and supersedes nothing. A malformed
+// attempt is ErrBadBatch.
+func (a *attempts) superseded(h nats.Header) (bool, error) {
+	v := h.Get(attemptHdr)
+	switch {
+	case v == "":
+		return false, nil
+	case len(v) > maxAttemptDigits:
+		return false, ErrBadBatch
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n == 0 {
+		return false, ErrBadBatch
+	}
+	if n < a.newest {
+		return true, nil
+	}
+	a.newest = n
+	return false, nil
+}
+
 // eventsSubject is where a pair's timeline goes; one subject per pair
 // lets a reader filter it out of the stream.
 func (b *Backend) eventsSubject(pairID string) string { return b.cfg.Name + ".ev." + pairID }
@@ -87,9 +126,14 @@ type TimelineConfig struct {
 // stream, and a pair that has ended has its whole timeline there.
 //
 // Made within a worker's play, the publisher belongs to the attempt that
-// play holds: once another delivery of the job took it over, on another
-// worker or on another slot of this one, it publishes nothing more and
-// Observe fails.
+// play holds: each message names the attempt (header Spice-Attempt, and
+// the Nats-Msg-Id ends in @<attempt>), and once another delivery of the
+// job took it over, on another worker or on another slot of this one,
+// it publishes nothing more and Observe fails. What it published after
+// the newer attempt's first message, before it could know (a worker
+// paused past AckWait notices at its next heartbeat), is on the stream
+// but no reader yields it. A publisher made outside a play names no
+// attempt.
 func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error) {
 	if err := id.Check("pair.id", pairID); err != nil {
 		return nil, err
@@ -109,7 +153,11 @@ func (b *Backend) Timeline(pairID string, cfg TimelineConfig) (*Publisher, error
 	// Created by a play, the publisher belongs to the attempt the play
 	// holds: a later attempt of the job, on this worker or another, does
 	// not make it its own.
-	return &Publisher{b: b, cfg: cfg, pairID: pairID, subject: b.eventsSubject(pairID), held: b.playing.get(pairID)}, nil
+	p := &Publisher{b: b, cfg: cfg, pairID: pairID, subject: b.eventsSubject(pairID), held: b.playing.get(pairID)}
+	if p.held != nil {
+		p.attempt = strconv.Itoa(p.held.attempt)
+	}
+	return p, nil
 }
 
 // Publisher publishes one pair's timeline; see Backend.Timeline.
@@ -119,8 +167,10 @@ type Publisher struct {
 	pairID  string
 	subject string
 	// held is the attempt of the job that this worker held when the
-	// publisher was made; nil outside a play.
-	held *held
+	// publisher was made, and attempt its number; nil and "" outside a
+	// play.
+	held    *held
+	attempt string
 
 	mu          sync.Mutex
 	buf         []byte // the batch: events' canonical JSON, one a line
@@ -206,7 +256,15 @@ func (p *Publisher) flushLocked() {
 		p.timer.Stop()
 	}
 	msg := nats.NewMsg(p.subject)
-	msg.Header.Set(nats.MsgIdHdr, p.pairID+"."+strconv.FormatUint(p.first, 10)+"-"+strconv.FormatUint(p.last, 10))
+	msgID := p.pairID + "." + strconv.FormatUint(p.first, 10) + "-" + strconv.FormatUint(p.last, 10)
+	if p.attempt != "" {
+		// Two attempts' batches of one range are different messages:
+		// a superseded attempt's must not make its successor's a
+		// duplicate, which the stream would drop.
+		msg.Header.Set(attemptHdr, p.attempt)
+		msgID += "@" + p.attempt
+	}
+	msg.Header.Set(nats.MsgIdHdr, msgID)
 	if p.fenced {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(p.fence, 10))
 		p.fenced = false
@@ -274,7 +332,9 @@ func (p *Publisher) Flush(ctx context.Context) error {
 // event once: what the stream holds, then what it receives, until the
 // pair's terminal, ctx's end or an error (ErrGap when an event after the
 // cursor is gone). A batch stored twice, or an event before the cursor,
-// is skipped. With follow false it stops at the last event stored.
+// is skipped, and so is every message of a superseded attempt of the
+// job stored after a newer attempt's first message. With follow false
+// it stops at the last event stored.
 func (b *Backend) Events(ctx context.Context, pairID string, after uint64, follow bool) iter.Seq2[eventlog.Event, error] {
 	return func(yield func(eventlog.Event, error) bool) {
 		if err := id.Check("pair.id", pairID); err != nil {
@@ -304,6 +364,9 @@ func (b *Backend) Events(ctx context.Context, pairID string, after uint64, follo
 		defer it.Stop()
 		stop := context.AfterFunc(ctx, it.Stop)
 		defer stop()
+		// Every message counts for the attempts, those before the
+		// cursor too: a cursor is a sequence, not a message.
+		var seen attempts
 		for {
 			msg, err := it.Next()
 			if err != nil {
@@ -313,10 +376,17 @@ func (b *Backend) Events(ctx context.Context, pairID string, after uint64, follo
 				yield(eventlog.Event{}, err)
 				return
 			}
-			evs, err := decodeBatch(msg.Data())
+			stale, err := seen.superseded(msg.Headers())
 			if err != nil {
 				yield(eventlog.Event{}, err)
 				return
+			}
+			var evs []eventlog.Event
+			if !stale {
+				if evs, err = decodeBatch(msg.Data()); err != nil {
+					yield(eventlog.Event{}, err)
+					return
+				}
 			}
 			for _, e := range evs {
 				switch {

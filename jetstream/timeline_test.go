@@ -153,6 +153,35 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
+// FuzzSuperseded: a reader's attempt header is a positive decimal of at
+// most 20 digits, or ErrBadBatch; a message names a superseded attempt
+// only when an earlier one named a higher attempt.
+func FuzzSuperseded(f *testing.F) {
+	f.Add("1", "2")
+	f.Add("2", "1")
+	f.Add("", "x")
+	f.Add("0", "18446744073709551616")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var seen attempts
+		var newest uint64
+		for _, v := range []string{a, b} {
+			stale, err := seen.superseded(nats.Header{attemptHdr: []string{v}})
+			n, perr := strconv.ParseUint(v, 10, 64)
+			switch {
+			case v == "":
+				require.NoError(t, err)
+				require.False(t, stale)
+			case perr != nil || n == 0 || len(v) > maxAttemptDigits:
+				require.ErrorIs(t, err, ErrBadBatch)
+			default:
+				require.NoError(t, err)
+				require.Equal(t, n < newest, stale)
+				newest = max(newest, n)
+			}
+		}
+	})
+}
+
 // BenchmarkTimelineBatch publishes scripted pairs' timelines of 60
 // events each, one message per event or batched, and reports events/s.
 func BenchmarkTimelineBatch(b *testing.B) {

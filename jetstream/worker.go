@@ -140,14 +140,24 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 		return
 	}
 	attempt := int(meta.NumDelivered)
-	claimed, resumed := false, false
+	claimed, resumed, older := false, false, false
 	guess, rev := queuedStatus(jobID, msg.Headers().Get(queuedHdr))
 	st, rev, err := b.transitionFrom(ctx, jobID, guess, rev, func(st job.Status) (job.Status, bool) {
-		switch st.State {
-		case job.Queued:
-			claimed, resumed = true, false
+		claimed, resumed, older = false, false, false
+		switch {
+		case st.State == job.Queued:
+			claimed = true
 			st.State, st.Attempt, st.Started = job.Running, attempt, time.Now().UTC()
-		case job.Running:
+		case st.State == job.Running && attempt <= st.Attempt:
+			// A delivery older than the one that holds the job: this
+			// worker fetched it, then stalled past AckWait before it
+			// could claim it. The newer holds the job, and settles
+			// its message: an attempt that takes a job over always
+			// has a higher number than the one it takes it from,
+			// which the readers of the events stream rely on.
+			older = true
+			return st, false
+		case st.State == job.Running:
 			// Delivered again after it started: its pair may have
 			// done anything, so it is resumed from its record, or
 			// not played again. Taking the attempt keeps the worker
@@ -172,6 +182,9 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	if err != nil {
 		_ = msg.Nak() // the bucket is unreachable: try again later
 		return
+	}
+	if older {
+		return // an ack or a nak would settle the newer delivery's message
 	}
 	if !claimed || st.State != job.Running {
 		_ = msg.DoubleAck(ctx)
@@ -228,7 +241,7 @@ var errLeaseLost = errors.New("jetstream: the job was delivered to another worke
 func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := &held{cancel: cancel, kick: make(chan struct{}, 1)}
+	h := &held{attempt: j.Attempt, cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
 	defer cs.remove(j.ID, h)
 	var wg sync.WaitGroup
@@ -328,9 +341,12 @@ func (b *Backend) recheck(ctx context.Context, j job.Job) (lost, cancelled bool,
 
 // held is an attempt of a job a worker plays.
 type held struct {
-	cancel context.CancelCauseFunc
-	kick   chan struct{} // asks its heartbeat to check the job; one pending at most
-	lost   atomic.Bool
+	// attempt is the delivery's number (job.Job.Attempt): a later
+	// delivery of the job has a higher one.
+	attempt int
+	cancel  context.CancelCauseFunc
+	kick    chan struct{} // asks its heartbeat to check the job; one pending at most
+	lost    atomic.Bool
 }
 
 // inflight holds the jobs a worker plays, each by its latest attempt.
