@@ -42,9 +42,15 @@ type approvalView struct {
 }
 
 // listApprovals serves GET /v1/pairs/{id}/approvals: the pair's questions
-// waiting for an answer, oldest first.
+// waiting for an answer, oldest first. The server's own are a 204 No
+// Content when its host asks none (Config.ServerQuestions): the page
+// then stops asking, without an error in the browser's console.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	pairID := r.PathValue("id")
+	if pairID == OwnQuestions && !s.cfg.ServerQuestions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if pairID != OwnQuestions && s.lookup(pairID) == nil {
 		if _, err := s.describe(r.Context(), pairID); err != nil {
 			s.storeError(w, err)

@@ -204,6 +204,12 @@ type Config struct {
 	// pending questions and POST /v1/pairs/{id}/approvals/{question}
 	// answers one. Without it the list is empty and every answer is a 404.
 	Approvals *orchestrator.Approvals
+	// ServerQuestions says the host asks questions of its own through
+	// Approvals, under the pair ID OwnQuestions (serve --mcp does, of a
+	// candidate generation of its MCP servers). Without it GET
+	// /v1/pairs/server/approvals answers 204 No Content, as there can be
+	// no such question, and the page stops asking.
+	ServerQuestions bool
 
 	// Metrics, when set, is served at GET /metrics behind the same
 	// authentication as the API.
@@ -231,6 +237,8 @@ func (c *Config) normalize() error {
 		return bound.Missing("server.data_dir")
 	case !filepath.IsAbs(c.DataDir):
 		return bound.Malformedf("server.data_dir", "must be absolute")
+	case c.ServerQuestions && c.Approvals == nil:
+		return bound.Malformedf("server.server_questions", "the server's questions need Approvals to go through")
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,29 +123,15 @@ func TestL3_AFailedCandidateKeepsTheLastGoodAndSaysWhere(t *testing.T) {
 }
 
 func TestL4_LeasedGenerationsKeepServingAndSupersededOnesEndByPID(t *testing.T) {
-	drained := make(chan string, 16)
-	h := start(t, pluginDir(t, "1.0.0", valid), func(c *Config) {
-		c.Plugin.Env = []string{"DEVTEST_CHILD=1"} // a generation is a tree of processes
-		c.OnEvent = func(e host.Event) {
-			if e.Kind == host.EventDrained || e.Kind == host.EventForced {
-				drained <- e.Generation
-			}
-		}
-	})
-	require.Equal(t, Activated, h.next(t, nil, Activated, Failed).Kind)
+	// A generation is a tree of processes.
+	h := startEnded(t, start, pluginDir(t, "1.0.0", valid), "DEVTEST_CHILD=1")
 	src := h.loop.Source()
 	ctx := t.Context()
 
 	// A run playing across the activation.
 	across, err := src.Lease(ctx)
 	require.NoError(t, err)
-	gp, ok := src.Plan(across.Plan().ID())
-	require.True(t, ok)
-	pid := gp.Generations[0].PID
-	self, ok := proctree.Of(pid)
-	require.True(t, ok)
-	tree := append(proctree.Descendants(pid), self)
-	require.GreaterOrEqual(t, len(tree), 2, "the plugin and its child")
+	tree := h.tree(t, across, "child")
 
 	// A run started during a broken build gets the last good generation.
 	h.edit(t, "2.0.0", broken)
@@ -167,12 +152,7 @@ func TestL4_LeasedGenerationsKeepServingAndSupersededOnesEndByPID(t *testing.T) 
 
 	require.NoError(t, across.Release(ctx))
 	require.NoError(t, during.Release(ctx))
-	select {
-	case g := <-drained:
-		require.Equal(t, "devplug-g1", g)
-	case <-time.After(time.Minute):
-		t.Fatal("devplug-g1 did not drain")
-	}
+	h.requireDrained(t, "devplug-g1")
 	require.Empty(t, proctree.Live(tree), "every process of the superseded generation is gone")
 	require.NoError(t, after.Release(ctx))
 }

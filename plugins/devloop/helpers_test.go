@@ -8,6 +8,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spice-orch/spice-orch/kernel/plan"
+	"github.com/spice-orch/spice-orch/plugins/host"
+	"github.com/spice-orch/spice-orch/proctree"
 )
 
 // pluginDir makes a plugin folder named devplug under a new temporary
@@ -134,6 +140,58 @@ func (h *harness) edit(t *testing.T, version, mode string) {
 	save(t, h.dir, "main.go", pluginSource(version, mode))
 	if r := h.next(t, nil, Changed); r.File != "main.go" {
 		t.Fatalf("changed %q, want main.go", r.File)
+	}
+}
+
+// ended is a loop whose generations the test follows to their end: of
+// the Go plugin or of the Python fixture alike.
+type ended struct {
+	*harness
+	drained chan string // each generation that drained or was forced to
+}
+
+// startEnded starts a loop over dir with startLoop (start or
+// startPython), the plugin's processes given env, and waits for its first
+// generation to be active.
+func startEnded(t *testing.T, startLoop func(*testing.T, string, func(*Config)) *harness, dir, env string) *ended {
+	t.Helper()
+	e := &ended{drained: make(chan string, 16)}
+	e.harness = startLoop(t, dir, func(c *Config) {
+		c.Plugin.Env = []string{env}
+		c.OnEvent = func(ev host.Event) {
+			if ev.Kind == host.EventDrained || ev.Kind == host.EventForced {
+				e.drained <- ev.Generation
+			}
+		}
+	})
+	require.Equal(t, Activated, e.next(t, nil, Activated, Failed).Kind)
+	return e
+}
+
+// tree returns the processes of the generation l leased: its plugin and
+// the plugin's descendants, of which there must be one at least (what
+// names it).
+func (e *ended) tree(t *testing.T, l *plan.Lease, what string) []proctree.Proc {
+	t.Helper()
+	gp, ok := e.loop.Source().Plan(l.Plan().ID())
+	require.True(t, ok)
+	pid := gp.Generations[0].PID
+	self, ok := proctree.Of(pid)
+	require.True(t, ok)
+	tree := append(proctree.Descendants(pid), self)
+	require.GreaterOrEqual(t, len(tree), 2, "the plugin and its "+what)
+	return tree
+}
+
+// requireDrained waits, within a bound, for the next generation to end
+// and checks it is gen.
+func (e *ended) requireDrained(t *testing.T, gen string) {
+	t.Helper()
+	select {
+	case g := <-e.drained:
+		require.Equal(t, gen, g)
+	case <-time.After(time.Minute):
+		t.Fatal(gen + " did not drain")
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -230,27 +229,11 @@ func TestL2_APythonBurstBuildsOnceAndConvergesOnTheLastValidSource(t *testing.T)
 }
 
 func TestL4_ASupersededPythonGenerationEndsByPID(t *testing.T) {
-	drained := make(chan string, 16)
-	h := startPython(t, pyDir(t, "1.0.0", pyValid), func(c *Config) {
-		// Each generation starts, before its handshake, a process in a
-		// session of its own: a tree that outlives its process group.
-		c.Plugin.Env = []string{"SPICE_FIXTURE_MISBEHAVE=setsid-grandchild"}
-		c.OnEvent = func(e host.Event) {
-			if e.Kind == host.EventDrained || e.Kind == host.EventForced {
-				drained <- e.Generation
-			}
-		}
-	})
-	require.Equal(t, Activated, h.next(t, nil, Activated, Failed).Kind)
-	src := h.loop.Source()
-	lease := requireLeaseOf(t, src, "spice-fixture-python-g1")
-	gp, ok := src.Plan(lease.Plan().ID())
-	require.True(t, ok)
-	pid := gp.Generations[0].PID
-	self, ok := proctree.Of(pid)
-	require.True(t, ok)
-	tree := append(proctree.Descendants(pid), self)
-	require.GreaterOrEqual(t, len(tree), 2, "the plugin and its descendant")
+	// Each generation starts, before its handshake, a process in a
+	// session of its own: a tree that outlives its process group.
+	h := startEnded(t, startPython, pyDir(t, "1.0.0", pyValid), "SPICE_FIXTURE_MISBEHAVE=setsid-grandchild")
+	lease := requireLeaseOf(t, h.loop.Source(), "spice-fixture-python-g1")
+	tree := h.tree(t, lease, "descendant")
 
 	h.pyEdit(t, "2.0.0", pyValid)
 	h.clock.fire()
@@ -259,11 +242,6 @@ func TestL4_ASupersededPythonGenerationEndsByPID(t *testing.T) {
 	require.Equal(t, "spice-fixture-python-g2", r.Active)
 	require.NotEmpty(t, proctree.Live(tree), "the leased generation still serves")
 	require.NoError(t, lease.Release(t.Context()))
-	select {
-	case g := <-drained:
-		require.Equal(t, "spice-fixture-python-g1", g)
-	case <-time.After(time.Minute):
-		t.Fatal("spice-fixture-python-g1 did not drain")
-	}
+	h.requireDrained(t, "spice-fixture-python-g1")
 	require.Empty(t, proctree.Live(tree), "every process of the superseded generation is gone")
 }

@@ -947,9 +947,11 @@ const serverQuestions = "server";
 
 // pollServerQuestions asks for the server's pending questions now and
 // every second, as pollQuestions does for a pair: a tool list can change
-// at any moment.
+// at any moment. A server that asks none (no --mcp) answers 204, and the
+// page stops asking.
 async function pollServerQuestions() {
   const { status, data } = await api("GET", "/v1/pairs/" + serverQuestions + "/approvals");
+  if (status === 204) return;
   if (status === 200 && data) showServerQuestions(data.approvals || []);
   setTimeout(pollServerQuestions, 1000);
 }

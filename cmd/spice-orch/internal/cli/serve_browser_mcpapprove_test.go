@@ -5,9 +5,11 @@ package cli
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -77,4 +79,63 @@ func requireNoServerQuestion(t *testing.T, ctx context.Context, ms *mcpServer) {
 	require.Equal(t, http.StatusOK, status, body)
 	require.JSONEq(t, `{"approvals":[]}`, body)
 	require.NoError(t, waitJS(ctx, `document.getElementById('server-questions').hidden && document.body.dataset.serverQuestions === '0'`))
+}
+
+// TestM5_BrowserWithoutMCPDoesNotPollServerQuestions: a serve without
+// --mcp never asks a question of its own, so the page asks for them
+// once, is told 204, and asks no more while it goes on refreshing the
+// list of pairs (every two seconds) for four periods of its one-second
+// poll.
+func TestM5_BrowserWithoutMCPDoesNotPollServerQuestions(t *testing.T) {
+	ts := startTestServer(t)
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	asked := make(chan int64, 64) // the status of each answer to the page's question
+	listed := make(chan struct{}, 64)
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		e, ok := ev.(*network.EventResponseReceived)
+		if !ok {
+			return
+		}
+		u, err := url.Parse(e.Response.URL)
+		if err != nil {
+			return
+		}
+		// The listener must not block the browser's connection: the
+		// channels have room for far more than the test waits for.
+		switch u.Path {
+		case "/v1/pairs/" + server.OwnQuestions + "/approvals":
+			select {
+			case asked <- e.Response.Status:
+			default:
+			}
+		case "/v1/pairs":
+			select {
+			case listed <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.url+"/")))
+
+	recv := func(what string, c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			t.Fatalf("the page did not %s before the browser's deadline", what)
+		}
+	}
+	var first int64
+	select {
+	case first = <-asked:
+	case <-ctx.Done():
+		t.Fatal("the page never asked for the server's questions")
+	}
+	for range 3 {
+		recv("refresh the list of pairs", listed)
+	}
+	require.Zero(t, len(asked), "the page asked for the server's questions again")
+	require.EqualValues(t, http.StatusNoContent, first)
+	require.True(t, eval[bool](t, ctx, `document.getElementById('server-questions').hidden`))
 }

@@ -117,13 +117,7 @@ type Recorded struct {
 // Read reads pairID's MCP log from st; none when the pair had no MCP
 // servers.
 func Read(ctx context.Context, st *store.Store, pairID string) ([]Recorded, error) {
-	es, err := sidelog.Read[Event](ctx, st, Name(pairID))
-	if err != nil || es == nil {
-		return nil, err
-	}
-	out := make([]Recorded, len(es))
-	for i, e := range es {
-		out[i] = Recorded{Kind: e.Kind, Time: e.Time, Event: e.Payload}
-	}
-	return out, nil
+	return sidelog.Read(ctx, st, Name(pairID), func(kind string, at time.Time, e Event) Recorded {
+		return Recorded{Kind: kind, Time: at, Event: e}
+	})
 }

@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Plugin: cfg.Plugin, MCP: mcp.source()}
 	scfg := server.Config{
 		Scheduler: sched, Store: st, Build: b.Build, DataDir: dataDir,
-		Examples: Examples(), Token: cfg.Token, Hosts: cfg.Hosts, Approvals: approvals,
+		Examples: Examples(), Token: cfg.Token, Hosts: cfg.Hosts, Approvals: approvals, ServerQuestions: mcp != nil,
 		KeepWorkspaces: cfg.KeepWorkspaces, KeepWorkspaceAge: cfg.KeepFor, PluginDev: cfg.PluginDev,
 	}
 	if queue != nil {

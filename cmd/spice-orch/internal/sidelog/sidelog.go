@@ -11,16 +11,10 @@ import (
 	"github.com/spice-orch/spice-orch/store"
 )
 
-// Entry is one event of a side log, its payload decoded.
-type Entry[P any] struct {
-	Kind    string
-	Time    time.Time
-	Payload P
-}
-
-// Read reads the store log name back; none when the store has no such
+// Read reads the store log name back, each event made by as from its
+// kind, time and payload decoded as P; none when the store has no such
 // log (the pair recorded nothing beside its timeline).
-func Read[P any](ctx context.Context, st *store.Store, name string) ([]Entry[P], error) {
+func Read[P, E any](ctx context.Context, st *store.Store, name string, as func(kind string, at time.Time, payload P) E) ([]E, error) {
 	var buf bytes.Buffer
 	err := st.ReplayJSON(ctx, &buf, name)
 	if errors.Is(err, store.ErrNotFound) {
@@ -29,17 +23,17 @@ func Read[P any](ctx context.Context, st *store.Store, name string) ([]Entry[P],
 	if err != nil {
 		return nil, err
 	}
-	var out []Entry[P]
+	var out []E
 	for line := range bytes.Lines(buf.Bytes()) {
 		e, err := eventlog.Decode(bytes.TrimSuffix(line, []byte("\n")))
 		if err != nil {
 			return nil, err
 		}
-		en := Entry[P]{Kind: e.Kind(), Time: e.Time()}
-		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &en.Payload); err != nil {
+		var p P
+		if err := json.Unmarshal(e.Payload().AppendJSON(nil), &p); err != nil {
 			return nil, err
 		}
-		out = append(out, en)
+		out = append(out, as(e.Kind(), e.Time(), p))
 	}
 	return out, nil
 }
