@@ -119,15 +119,7 @@ func TestD1_AJobRedeliveredToItsOwnWorkerEndsOnce(t *testing.T) {
 	// AckWait passes without a heartbeat: the job is delivered again,
 	// here to the test, which hands it back once the worker is back so
 	// that the worker's free slot receives it.
-	var msg jetstream.Msg
-	for msg == nil {
-		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			msg = m
-		}
-		require.NoError(t, ctx.Err())
-	}
+	msg := fetchOne(t, ctx, b)
 	px.restore(t)
 	require.Contains(t, logs.next(t, ctx), "NATS connection restored")
 	require.NoError(t, msg.Nak())
@@ -286,15 +278,7 @@ func TestD1_AnOlderDeliveryNeverTakesTheJobFromANewer(t *testing.T) {
 	id := submitN(t, ctx, b, "older", "block", 1)[0]
 	fetch := func(delivered uint64) jetstream.Msg {
 		t.Helper()
-		var msg jetstream.Msg
-		for msg == nil {
-			batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-			require.NoError(t, err)
-			for m := range batch.Messages() {
-				msg = m
-			}
-			require.NoError(t, ctx.Err())
-		}
+		msg := fetchOne(t, ctx, b)
 		meta, err := msg.Metadata()
 		require.NoError(t, err)
 		require.Equal(t, delivered, meta.NumDelivered)
@@ -344,4 +328,18 @@ func TestD1_AnOlderDeliveryNeverTakesTheJobFromANewer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job.Completed, st.State, st.Error)
 	require.Equal(t, 2, st.Attempt)
+}
+
+// fetchOne takes the next job message off b's consumer, as a worker's free
+// slot would, until ctx ends.
+func fetchOne(t *testing.T, ctx context.Context, b *Backend) jetstream.Msg {
+	t.Helper()
+	for {
+		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			return m
+		}
+		require.NoError(t, ctx.Err())
+	}
 }
