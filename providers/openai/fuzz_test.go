@@ -26,14 +26,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // bytes, Stream returns a *model.ProviderError or a stream that keeps the
 // kernel contract: valid items, one terminal, then io.EOF.
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.http"))
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		require.NoError(f, err)
-		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
-		require.NoError(f, err)
-		body, err := io.ReadAll(res.Body)
-		require.NoError(f, err)
+	for _, body := range transcriptBodies(f) {
 		f.Add(body)
 	}
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":9223372036854775807}]},\"finish_reason\":\"tool_calls\"}]}\n\n"))
@@ -59,4 +52,22 @@ func FuzzStream(f *testing.F) {
 		_, err = drain(t, s)
 		require.NoError(t, err)
 	})
+}
+
+// transcriptBodies are the response bodies of the recorded transcripts in
+// testdata: the seeds of the stream fuzz targets.
+func transcriptBodies(f *testing.F) [][]byte {
+	f.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.http"))
+	var bodies [][]byte
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		require.NoError(f, err)
+		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+		require.NoError(f, err)
+		body, err := io.ReadAll(res.Body)
+		require.NoError(f, err)
+		bodies = append(bodies, body)
+	}
+	return bodies
 }

@@ -1,13 +1,10 @@
 package openai_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -169,14 +166,7 @@ func split(body, cuts []byte) [][]byte {
 // Ready said true may read the body; and asking Ready changes nothing Recv
 // returns.
 func FuzzReadyNeverWaits(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.http"))
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		require.NoError(f, err)
-		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
-		require.NoError(f, err)
-		body, err := io.ReadAll(res.Body)
-		require.NoError(f, err)
+	for _, body := range transcriptBodies(f) {
 		f.Add(body, []byte{})
 		f.Add(body, []byte{1, 7, 200, 3, 255, 64, 2})
 		f.Add(body, bytes.Repeat([]byte{1}, 64))
