@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +76,11 @@ func (s *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 			tool, args := "fs_write", `{"path":"`+name+`.txt","content":"by `+name+`"}`
 			if i == 1 {
 				tool, args = "hold", `{"millis":3}`
+				if worker == "writer" && turn == 0 {
+					// Long enough that a kill sent on reading its
+					// tool.started always lands while it runs.
+					tool, args = "hold", `{"millis":`+strconv.Itoa(longHoldMillis)+`}`
+				}
 			}
 			call := map[string]any{"index": i, "id": "call_" + strings.ReplaceAll(name, "-", "_"), "type": "function",
 				"function": map[string]string{"name": tool, "arguments": args}}
@@ -143,6 +149,9 @@ workers:
 `)
 }
 
+// longHoldMillis is how long the writer's first hold runs.
+const longHoldMillis = 400
+
 var (
 	acceptHint = regexp.MustCompile(`--accept-uncertain (\S+)`)
 	showCall   = regexp.MustCompile(`(?m)^  \S+: (\S+) \(call (\S+), mutating\), started at run sequence \d+, no outcome recorded$`)
@@ -169,6 +178,17 @@ func TestR3_RunsResumeAfterSIGKILLRepeatsNothingRecorded(t *testing.T) {
 	lines := strings.Count(full.stdout, "\n")
 	require.Greater(t, lines, 60)
 
+	// The first kill lands inside the long hold, so that at least one
+	// resume meets an uncertain call whatever the random points hit.
+	inHold := 0
+	for i, l := range timelineLines(t, full.stdout) {
+		if l.Kind == "tool.started" && field[string](t, l.Relay.Payload, "name") == "hold" {
+			inHold = i + 1
+			break
+		}
+	}
+	require.Positive(t, inHold, "the whole pair started no hold")
+
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d lines in a whole pair", seed, lines)
 	rng := rand.New(rand.NewPCG(seed, 31))
@@ -180,7 +200,11 @@ func TestR3_RunsResumeAfterSIGKILLRepeatsNothingRecorded(t *testing.T) {
 		spec := resumeSpec(t, dir, srv.srv.URL+"/v1", plugin, sum)
 		db := filepath.Join(dir, fmt.Sprintf("runs-%d.db", attempt))
 		ws := filepath.Join(dir, fmt.Sprintf("ws-%d", attempt))
-		printed, killed := killedAfter(t, e, 1+rng.IntN(lines-1), "run", spec, "--json", "--store", db, "--workspace", ws)
+		k := 1 + rng.IntN(lines-1)
+		if attempt == 0 {
+			k = inHold
+		}
+		printed, killed := killedAfter(t, e, k, "run", spec, "--json", "--store", db, "--workspace", ws)
 		if !killed {
 			continue
 		}
@@ -233,6 +257,9 @@ func TestR3_RunsResumeAfterSIGKILLRepeatsNothingRecorded(t *testing.T) {
 			args = append(args, "--accept-uncertain", m[1])
 		}
 		require.Equal(t, 0, r.code, "kill %d: %s", kills, r.stderr)
+		if attempt == 0 {
+			require.NotEmpty(t, accepted, "the kill inside the hold left no uncertain call")
+		}
 		sort.Strings(accepted)
 		require.Equal(t, uncertain, accepted, "every uncertain call refused the resume, and nothing else did")
 
