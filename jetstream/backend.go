@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strconv"
@@ -56,6 +57,10 @@ type Config struct {
 	// and a reader whose cursor they passed gets ErrGap.
 	MaxEventBytes int64
 	MaxPairEvents int64
+	// MaxEventReaders bounds the reads of the events stream under way at
+	// once (each holds a consumer there while it reads); a read beyond
+	// it fails at once. 0 means DefaultEventReaders.
+	MaxEventReaders int
 }
 
 // Backend is the JetStream job backend. It implements job.Backend; its
@@ -110,9 +115,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.MaxPairEvents == 0 {
 		cfg.MaxPairEvents = DefaultPairEvents
 	}
+	if cfg.MaxEventReaders == 0 {
+		cfg.MaxEventReaders = DefaultEventReaders
+	}
 	switch {
 	case cfg.MaxJobs < 0, cfg.MaxAge < 0, cfg.AckWait < 0, cfg.MaxDeliver < 0, cfg.MaxPending < 0,
-		cfg.MaxEventBytes < 0, cfg.MaxPairEvents < 0:
+		cfg.MaxEventBytes < 0, cfg.MaxPairEvents < 0, cfg.MaxEventReaders < 0:
 		return nil, bound.Malformedf("jetstream.config", "limits must not be negative")
 	case cfg.AckWait < 30*time.Millisecond:
 		return nil, bound.Malformedf("jetstream.ack_wait", "must be at least 30ms")
@@ -251,46 +259,69 @@ func (b *Backend) read(ctx context.Context, jobID string) (job.Status, uint64, e
 }
 
 // Statuses yields the jobs in state (every job for 0) in submission
-// order. It reads them one by one after listing the keys; it yields
-// nothing while the connection is down.
-func (b *Backend) Statuses(ctx context.Context, state job.State) iter.Seq[job.Status] {
-	return func(yield func(job.Status) bool) {
-		all, _ := b.statuses(ctx, state)
+// order, or, once, why it could not list them (an error matching
+// job.ErrUnavailable while the connection is down).
+func (b *Backend) Statuses(ctx context.Context, state job.State) iter.Seq2[job.Status, error] {
+	return func(yield func(job.Status, error) bool) {
+		var all []job.Status
+		err := b.scan(ctx, func(st job.Status) {
+			if state == 0 || st.State == state {
+				all = append(all, st)
+			}
+		})
+		if err != nil {
+			yield(job.Status{}, err)
+			return
+		}
+		slices.SortFunc(all, func(a, b job.Status) int { return a.Submitted.Compare(b.Submitted) })
 		for _, st := range all {
-			if !yield(st) {
+			if !yield(st, nil) {
 				return
 			}
 		}
 	}
 }
 
-// statuses returns the jobs in state in submission order, or why it
-// could not list them.
-func (b *Backend) statuses(ctx context.Context, state job.State) ([]job.Status, error) {
+// scan calls fn with every job's status, in no order, from one watch of
+// the bucket's status keys: their values arrive in one stream of
+// messages, not one request per key. A malformed status is skipped.
+func (b *Backend) scan(ctx context.Context, fn func(job.Status)) error {
 	if err := b.up(); err != nil {
-		return nil, err
+		return err
 	}
-	lister, err := b.kv.ListKeysFiltered(ctx, "s.>")
+	parent := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, submitWait)
+		defer cancel()
+	}
+	w, err := b.kv.WatchFiltered(ctx, []string{stateKey(">")}, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, unavailable(ctx, err)
+		return unavailable(parent, err)
 	}
-	defer func() { _ = lister.Stop() }()
-	var all []job.Status
-	for k := range lister.Keys() {
-		st, _, err := b.read(ctx, k[2:])
-		switch {
-		case errors.Is(err, job.ErrNotFound), errors.Is(err, ErrBadStatus):
-			continue
-		case err != nil:
-			return nil, unavailable(ctx, err)
-		}
-		if state == 0 || st.State == state {
-			all = append(all, st)
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return unavailable(parent, errWatchEnded)
+			}
+			if e == nil { // every status is delivered
+				return nil
+			}
+			st, err := decode(e.Value())
+			if err != nil {
+				continue
+			}
+			st.Seq = e.Revision()
+			fn(st)
+		case <-ctx.Done():
+			return unavailable(parent, ctx.Err())
 		}
 	}
-	slices.SortFunc(all, func(a, b job.Status) int { return a.Submitted.Compare(b.Submitted) })
-	return all, nil
 }
+
+var errWatchEnded = fmt.Errorf("%w: the watch of the statuses ended before it had them all", job.ErrUnavailable)
 
 // Cancel asks for the job's cancellation: a queued job ends cancelled at
 // once, a running one when its worker sees the request.

@@ -163,6 +163,12 @@ func TestD4_ALostConnectionIsLoggedOnceAndFailsFast(t *testing.T) {
 	require.ErrorIs(t, err, job.ErrUnavailable)
 	_, err = b.ListPairs(ctx, store.ListOptions{})
 	require.ErrorIs(t, err, job.ErrUnavailable)
+	var listed []error
+	for _, err := range b.Statuses(ctx, 0) {
+		listed = append(listed, err)
+	}
+	require.Len(t, listed, 1, "Statuses says why it lists nothing")
+	require.ErrorIs(t, listed[0], job.ErrUnavailable)
 	require.ErrorIs(t, b.Cancel(ctx, "before"), job.ErrUnavailable)
 
 	refuseAttempts(t, port, 3)
@@ -176,6 +182,12 @@ func TestD4_ALostConnectionIsLoggedOnceAndFailsFast(t *testing.T) {
 	require.Equal(t, job.Queued, st.State)
 	_, err = b.Submit(ctx, job.Job{ID: "after", Spec: []byte("ok")})
 	require.NoError(t, err)
+	var ids []string
+	for st, err := range b.Statuses(ctx, 0) {
+		require.NoError(t, err)
+		ids = append(ids, st.ID)
+	}
+	require.Equal(t, []string{"before", "after"}, ids)
 
 	all := logs.snapshot()
 	require.Len(t, all, 2, "one line per transition: %q", all)

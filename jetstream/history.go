@@ -1,10 +1,13 @@
 package jetstream
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/orchestrator"
@@ -20,6 +23,31 @@ const StatusQueued store.Status = "queued"
 // store.ErrNotFound, so that a reader of history need not know which
 // kind it reads.
 func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, error) {
+	return b.PairReader(pairID)(ctx)
+}
+
+// PairReader returns a reader of the pair's record for one who reads it
+// again while the pair runs (a stream following it): each call returns
+// what Pair does, but with only the events stored since the call before
+// (every event at the first), and reads only those from the events
+// stream. A call that fails leaves the reader where it was. Calls must
+// not overlap.
+func (b *Backend) PairReader(pairID string) func(context.Context) (store.PairRecord, error) {
+	r := &pairReader{b: b, pairID: pairID}
+	return r.read
+}
+
+// pairReader is where a PairReader stands in the pair's timeline.
+type pairReader struct {
+	b      *Backend
+	pairID string
+	cur    timelineCursor
+	next   uint64 // the stream sequence after the last message read
+	last   string // the kind of the last event read
+	ended  bool   // the pair's terminal is read
+}
+
+func (r *pairReader) read(ctx context.Context) (store.PairRecord, error) {
 	parent := ctx // a deadline of its own is the caller's to see
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -28,7 +56,7 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 	}
 	// A connection lost while the timeline is read would leave the read
 	// waiting for it: the read ends at the connection's change instead.
-	_, changed := b.Health()
+	_, changed := r.b.Health()
 	ctx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
 	read := make(chan struct{})
@@ -40,7 +68,7 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 		case <-read:
 		}
 	}()
-	rec, err := b.pair(ctx, pairID)
+	rec, err := r.pair(ctx)
 	if err != nil && errors.Is(context.Cause(ctx), job.ErrUnavailable) {
 		return rec, fmt.Errorf("%w: the connection changed while the pair was read", job.ErrUnavailable)
 	}
@@ -50,8 +78,8 @@ func (b *Backend) Pair(ctx context.Context, pairID string) (store.PairRecord, er
 	return rec, nil
 }
 
-func (b *Backend) pair(ctx context.Context, pairID string) (store.PairRecord, error) {
-	st, err := b.Status(ctx, pairID)
+func (r *pairReader) pair(ctx context.Context) (store.PairRecord, error) {
+	st, err := r.b.Status(ctx, r.pairID)
 	if errors.Is(err, job.ErrNotFound) {
 		return store.PairRecord{}, store.ErrNotFound
 	}
@@ -59,19 +87,31 @@ func (b *Backend) pair(ctx context.Context, pairID string) (store.PairRecord, er
 		return store.PairRecord{}, err
 	}
 	rec := store.PairRecord{Summary: summary(st)}
-	for e, err := range b.Events(ctx, pairID, 0, false) {
-		if errors.Is(err, job.ErrNotFound) {
-			break // no event yet
-		}
-		if err != nil {
+	// The reader moves on only once the read has succeeded.
+	cur, next, last, ended := r.cur, r.next, r.last, r.ended
+	if !ended {
+		err = r.b.readSubject(ctx, r.b.eventsSubject(r.pairID), next, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+			evs, done, err := cur.take(msg)
+			if err != nil {
+				return false, err
+			}
+			next = meta.Sequence.Stream + 1
+			for _, e := range evs {
+				rec.Events = append(rec.Events, store.Entry{Log: r.pairID, Event: e})
+				last = e.Kind()
+			}
+			ended = done
+			return !done, nil
+		})
+		if err != nil && !errors.Is(err, job.ErrNotFound) { // not found: no event yet
 			return store.PairRecord{}, err
 		}
-		rec.Events = append(rec.Events, store.Entry{Log: pairID, Event: e})
 	}
+	r.cur, r.next, r.last, r.ended = cur, next, last, ended
 	// The worker writes the job's terminal status after the pair's
 	// terminal is stored: until it has, the timeline says how it ended.
-	if n := len(rec.Events); n > 0 && (rec.Summary.Status == store.StatusRunning || rec.Summary.Status == StatusQueued) {
-		switch rec.Events[n-1].Event.Kind() {
+	if rec.Summary.Status == store.StatusRunning || rec.Summary.Status == StatusQueued {
+		switch last {
 		case orchestrator.KindCompleted:
 			rec.Summary.Status = store.StatusCompleted
 		case orchestrator.KindFailed:
@@ -83,7 +123,8 @@ func (b *Backend) pair(ctx context.Context, pairID string) (store.PairRecord, er
 	return rec, nil
 }
 
-// ListPairs returns the jobs' summaries, newest first.
+// ListPairs returns the jobs' summaries, newest first. It holds no more
+// than the summaries it returns while it reads the statuses.
 func (b *Backend) ListPairs(ctx context.Context, o store.ListOptions) ([]store.PairSummary, error) {
 	n := o.Limit
 	switch {
@@ -92,18 +133,47 @@ func (b *Backend) ListPairs(ctx context.Context, o store.ListOptions) ([]store.P
 	case n < 0 || n > store.MaxListLimit:
 		return nil, errors.New("jetstream: list limit out of range")
 	}
-	sts, err := b.statuses(ctx, 0)
+	newest := &byAge{}
+	err := b.scan(ctx, func(st job.Status) {
+		s := summary(st)
+		if o.Status != "" && s.Status != o.Status {
+			return
+		}
+		if newest.Len() < n {
+			heap.Push(newest, aged{st.Submitted, s})
+		} else if st.Submitted.After((*newest)[0].submitted) {
+			(*newest)[0] = aged{st.Submitted, s}
+			heap.Fix(newest, 0)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	var all []store.PairSummary
-	for _, st := range sts {
-		if s := summary(st); o.Status == "" || s.Status == o.Status {
-			all = append(all, s)
-		}
+	all := make([]store.PairSummary, newest.Len())
+	for i := len(all) - 1; i >= 0; i-- {
+		all[i] = heap.Pop(newest).(aged).s
 	}
-	slices.Reverse(all)
-	return all[:min(n, len(all))], nil
+	return all, nil
+}
+
+// aged is a summary and its job's submission time.
+type aged struct {
+	submitted time.Time
+	s         store.PairSummary
+}
+
+// byAge is a heap of summaries, the oldest submission on top.
+type byAge []aged
+
+func (h byAge) Len() int           { return len(h) }
+func (h byAge) Less(i, j int) bool { return h[i].submitted.Before(h[j].submitted) }
+func (h byAge) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *byAge) Push(x any)        { *h = append(*h, x.(aged)) }
+func (h *byAge) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func summary(st job.Status) store.PairSummary {

@@ -138,67 +138,39 @@ func (b *Backend) stored(ctx context.Context, pairID string) (storedTimeline, er
 	if err := id.Check("pair.id", pairID); err != nil {
 		return st, err
 	}
-	subject := b.eventsSubject(pairID)
-	if _, err := b.events.GetLastMsgForSubject(ctx, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
-		return st, nil
-	} else if err != nil {
-		return st, err
-	}
-	cons, err := b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return st, err
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(64))
-	if err != nil {
-		return st, err
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 	var seen attempts
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
-			return st, err
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return st, err
-		}
+	err := b.readSubject(ctx, b.eventsSubject(pairID), 0, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		// The fence is the subject's last message, a superseded one
 		// included: the server compares it with whatever was stored.
 		st.streamSeq = meta.Sequence.Stream
 		stale, err := seen.superseded(msg.Headers())
-		if err != nil {
-			return st, err
+		if err != nil || stale {
+			return err == nil, err
 		}
-		var evs []eventlog.Event
-		if !stale {
-			if evs, err = decodeBatch(msg.Data()); err != nil {
-				return st, err
-			}
+		evs, err := decodeBatch(msg.Data())
+		if err != nil {
+			return false, err
 		}
 		for _, e := range evs {
 			switch {
 			case e.Seq() <= st.lastSeq:
 				continue // stored twice
 			case e.Seq() > st.lastSeq+1:
-				return st, ErrGap
+				return false, ErrGap
 			case len(st.events) >= orchestrator.MaxResumeEvents:
-				return st, fmt.Errorf("jetstream: more than %d events recorded", orchestrator.MaxResumeEvents)
+				return false, fmt.Errorf("jetstream: more than %d events recorded", orchestrator.MaxResumeEvents)
 			}
 			raw, ok := e.Payload().(eventlog.Raw)
 			if !ok {
-				return st, ErrBadBatch
+				return false, ErrBadBatch
 			}
 			st.events = append(st.events, orchestrator.RecordedEvent{Seq: e.Seq(), Kind: e.Kind(), Payload: raw.Bytes()})
 			st.lastSeq = e.Seq()
 		}
-		if meta.NumPending == 0 {
-			return st, nil
-		}
+		return true, nil
+	})
+	if errors.Is(err, job.ErrNotFound) {
+		return storedTimeline{}, nil
 	}
+	return st, err
 }

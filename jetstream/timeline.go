@@ -26,6 +26,8 @@ const (
 	// messages it keeps per pair.
 	DefaultEventBytes = 256 << 20
 	DefaultPairEvents = 1 << 16
+	// DefaultEventReaders bounds the reads of the stream at once.
+	DefaultEventReaders = 1024
 	// DefaultBatch is how many events one message carries at most, and
 	// DefaultLinger how long the first event of an unfilled batch waits
 	// for more before the batch is published anyway.
@@ -101,6 +103,7 @@ func (b *Backend) openEvents(ctx context.Context) error {
 		MaxMsgsPerSubject: b.cfg.MaxPairEvents,
 		MaxMsgSize:        maxPayload,
 		Duplicates:        2 * time.Minute,
+		MaxConsumers:      b.cfg.MaxEventReaders,
 	})
 	b.events = s
 	return err
@@ -341,75 +344,141 @@ func (b *Backend) Events(ctx context.Context, pairID string, after uint64, follo
 			yield(eventlog.Event{}, err)
 			return
 		}
-		subject := b.eventsSubject(pairID)
-		if !follow {
-			if _, err := b.events.GetLastMsgForSubject(ctx, subject); err != nil {
-				if errors.Is(err, jetstream.ErrMsgNotFound) {
-					err = job.ErrNotFound
-				}
-				yield(eventlog.Event{}, err)
-				return
-			}
-		}
-		cons, err := b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-		if err != nil {
-			yield(eventlog.Event{}, err)
-			return
-		}
-		it, err := cons.Messages(jetstream.PullMaxMessages(64))
-		if err != nil {
-			yield(eventlog.Event{}, err)
-			return
-		}
-		defer it.Stop()
-		stop := context.AfterFunc(ctx, it.Stop)
-		defer stop()
-		// Every message counts for the attempts, those before the
-		// cursor too: a cursor is a sequence, not a message.
-		var seen attempts
-		for {
-			msg, err := it.Next()
+		cur := timelineCursor{after: after}
+		stopped := false
+		err := b.readSubject(ctx, b.eventsSubject(pairID), 0, follow, func(msg jetstream.Msg, _ *jetstream.MsgMetadata) (bool, error) {
+			evs, done, err := cur.take(msg)
 			if err != nil {
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				}
-				yield(eventlog.Event{}, err)
-				return
-			}
-			stale, err := seen.superseded(msg.Headers())
-			if err != nil {
-				yield(eventlog.Event{}, err)
-				return
-			}
-			var evs []eventlog.Event
-			if !stale {
-				if evs, err = decodeBatch(msg.Data()); err != nil {
-					yield(eventlog.Event{}, err)
-					return
-				}
+				return false, err
 			}
 			for _, e := range evs {
-				switch {
-				case e.Seq() <= after && orchestrator.Terminal(e.Kind()):
-					return // the cursor is at the terminal: nothing follows
-				case e.Seq() <= after:
-					continue
-				case e.Seq() > after+1:
-					yield(eventlog.Event{}, ErrGap)
-					return
-				}
-				after = e.Seq()
-				if !yield(e, nil) || orchestrator.Terminal(e.Kind()) {
-					return
+				if !yield(e, nil) {
+					stopped = true
+					return false, nil
 				}
 			}
-			if !follow {
-				if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-					return
-				}
-			}
+			return !done, nil
+		})
+		if err != nil && !stopped {
+			yield(eventlog.Event{}, err)
 		}
 	}
+}
+
+// timelineCursor is where a reader of a pair's timeline stands.
+type timelineCursor struct {
+	after uint64 // the last event read, or the reader's cursor
+	// Every message counts for the attempts, those before the cursor
+	// too: a cursor is a sequence, not a message.
+	seen attempts
+}
+
+// take reads the events of msg after the cursor, and moves the cursor to
+// the last. done says that the pair's terminal is at or before the
+// cursor: nothing follows.
+func (c *timelineCursor) take(msg jetstream.Msg) (evs []eventlog.Event, done bool, err error) {
+	stale, err := c.seen.superseded(msg.Headers())
+	if err != nil || stale {
+		return nil, false, err
+	}
+	all, err := decodeBatch(msg.Data())
+	if err != nil {
+		return nil, false, err
+	}
+	for _, e := range all {
+		switch {
+		case e.Seq() <= c.after && orchestrator.Terminal(e.Kind()):
+			return nil, true, nil // the cursor is at the terminal
+		case e.Seq() <= c.after:
+			continue
+		case e.Seq() > c.after+1:
+			return nil, false, ErrGap
+		}
+		c.after = e.Seq()
+		evs = append(evs, e)
+		if orchestrator.Terminal(e.Kind()) {
+			return evs, true, nil
+		}
+	}
+	return evs, false, nil
+}
+
+// readerIdle is how long the server keeps a read's consumer that its
+// reader could not delete (its connection was lost, its process died);
+// a read that ends deletes its own.
+const readerIdle = 30 * time.Second
+
+// dropWait bounds the deletion of a read's consumer.
+const dropWait = 2 * time.Second
+
+// readSubject calls fn with each message of subject from stream sequence
+// from (0: the first) in stream order, until fn says to stop or returns
+// an error, ctx ends, or, with follow false, the subject's last message
+// is read. Without follow, a subject without a message is
+// job.ErrNotFound and one without a message from from on is read as
+// empty. It reads through a consumer of its own, which it deletes when
+// it returns: reads leave nothing behind on the server, and the events
+// stream bounds how many are under way (MaxEventReaders).
+func (b *Backend) readSubject(ctx context.Context, subject string, from uint64, follow bool, fn func(jetstream.Msg, *jetstream.MsgMetadata) (bool, error)) error {
+	if !follow {
+		last, err := b.events.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return job.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if last.Sequence < from {
+			return nil
+		}
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: readerIdle}
+	if from > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := b.events.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.dropConsumer(ctx, cons)
+	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		if more, err := fn(msg, meta); err != nil || !more {
+			return err
+		}
+		if !follow && meta.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// dropConsumer deletes the consumer of a read that has ended. One it
+// cannot delete goes after readerIdle.
+func (b *Backend) dropConsumer(ctx context.Context, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil || b.up() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropWait)
+	defer cancel()
+	_ = b.js.DeleteConsumer(ctx, info.Stream, info.Name)
 }
 
 // decodeBatch reads an events message: events' canonical JSON, one a

@@ -123,8 +123,9 @@ type Backend interface {
 	// Status returns a snapshot of the job.
 	Status(ctx context.Context, id string) (Status, error)
 	// Statuses yields the jobs in state, every job for state 0, in
-	// submission order, from one snapshot.
-	Statuses(ctx context.Context, state State) iter.Seq[Status]
+	// submission order, from one snapshot; or, once, why it could not
+	// list them.
+	Statuses(ctx context.Context, state State) iter.Seq2[Status, error]
 	// Cancel cancels the job; a job that has ended is left as it is.
 	Cancel(ctx context.Context, id string) error
 	// Await blocks until the job has ended or ctx is done.

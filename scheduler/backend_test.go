@@ -39,7 +39,8 @@ func TestO8_JobsIsAJobBackend(t *testing.T) {
 	require.Equal(t, job.Completed, st.State)
 	require.Empty(t, st.Error)
 	var ids []string
-	for st := range b.Statuses(ctx, 0) {
+	for st, err := range b.Statuses(ctx, 0) {
+		require.NoError(t, err)
 		ids = append(ids, st.ID)
 	}
 	require.Equal(t, []string{j1, j2}, ids)

@@ -444,10 +444,10 @@ func (b backend) Status(_ context.Context, jobID string) (job.Status, error) {
 	return in.Status(), err
 }
 
-func (b backend) Statuses(_ context.Context, state job.State) iter.Seq[job.Status] {
-	return func(yield func(job.Status) bool) {
+func (b backend) Statuses(_ context.Context, state job.State) iter.Seq2[job.Status, error] {
+	return func(yield func(job.Status, error) bool) {
 		for in := range b.s.List(state) {
-			if !yield(in.Status()) {
+			if !yield(in.Status(), nil) {
 				return
 			}
 		}

@@ -108,6 +108,16 @@ type History interface {
 
 var _ History = (*store.Store)(nil)
 
+// PairReaders is a History that reads a pair it follows by parts: each
+// call of the function PairReader returns is the pair's record with
+// only the events recorded since the call before (every event at the
+// first). A stream following a pair another process plays then reads
+// each event once, not the whole timeline at every StorePoll. The
+// JetStream backend implements it.
+type PairReaders interface {
+	PairReader(pairID string) func(context.Context) (store.PairRecord, error)
+}
+
 // Queue is a job backend whose workers, in other processes, play the
 // pairs: the server submits a pair's spec under the pair's ID and serves
 // the pair from History. The JetStream backend implements it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +21,69 @@ import (
 // as running without a cancel the server cannot carry out, and its stream
 // follows the store to the terminal, then ends.
 func TestS1_APairAnotherProcessRecordsIsFollowedFromTheStore(t *testing.T) {
+	followForeign(t, nil)
+}
+
+// partsHistory is the store read by parts, as the JetStream backend reads
+// a pair: each call of a reader returns only the events after those it
+// returned before. It counts the events its readers return.
+type partsHistory struct {
+	*store.Store
+	readers, events atomic.Int64
+}
+
+var _ server.PairReaders = (*partsHistory)(nil)
+
+func (h *partsHistory) PairReader(pairID string) func(context.Context) (store.PairRecord, error) {
+	h.readers.Add(1)
+	var last uint64
+	return func(ctx context.Context) (store.PairRecord, error) {
+		rec, err := h.Pair(ctx, pairID)
+		if err != nil {
+			return rec, err
+		}
+		var fresh []store.Entry
+		for _, en := range rec.Events {
+			if en.Event.Seq() > last {
+				fresh = append(fresh, en)
+			}
+		}
+		if n := len(fresh); n > 0 {
+			last = fresh[n-1].Event.Seq()
+		}
+		rec.Events = fresh
+		h.events.Add(int64(len(fresh)))
+		return rec, nil
+	}
+}
+
+// TestS3_AStreamReadsAFollowedPairByParts: a store that reads a pair by
+// parts is read for what is new at each poll: a stream following a pair
+// another process plays reads each event once, and writes the same bytes
+// as from a store read whole.
+func TestS3_AStreamReadsAFollowedPairByParts(t *testing.T) {
+	var h *partsHistory
+	n := followForeign(t, func(st *store.Store) server.History {
+		h = &partsHistory{Store: st}
+		return h
+	})
+	require.Equal(t, int64(1), h.readers.Load())
+	require.Equal(t, int64(n), h.events.Load(), "events read while following the pair")
+}
+
+// followForeign plays a pair through another open of the server's store,
+// follows it with a stream from the start while it runs, checks what the
+// stream writes, and returns the pair's event count. wrap, if not nil,
+// makes the server's History of its store.
+func followForeign(t *testing.T, wrap func(*store.Store) server.History) int {
 	dir := t.TempDir()
 	path := dir + "/runs.db"
-	h := newHarness(t, options{storePath: path, mutate: func(c *server.Config) { c.StorePoll = 10 * time.Millisecond }})
+	h := newHarness(t, options{storePath: path, mutate: func(c *server.Config) {
+		c.StorePoll = 10 * time.Millisecond
+		if wrap != nil {
+			c.Store = wrap(c.Store.(*store.Store))
+		}
+	}})
 	other, err := store.Open(context.Background(), path)
 	require.NoError(t, err)
 	defer other.Close()
@@ -64,7 +125,9 @@ func TestS1_APairAnotherProcessRecordsIsFollowedFromTheStore(t *testing.T) {
 	require.Equal(t, "end", rest[len(rest)-1].event)
 	require.Contains(t, rest[len(rest)-1].data, `"state":"completed"`)
 	got := append(frames(t, first, 1), frames(t, rest[:len(rest)-1], 4)...)
-	require.Equal(t, strings.TrimSuffix(string(replay(t, other, pairID)), "\n"), strings.Join(got, "\n"))
+	want := strings.TrimSuffix(string(replay(t, other, pairID)), "\n")
+	require.Equal(t, want, strings.Join(got, "\n"))
+	return len(got)
 }
 
 // TestS1_ASecondCancelWhileCancellingSaysSo: a cancel while the first is

@@ -77,13 +77,13 @@ func (q *memQueue) Status(_ context.Context, id string) (job.Status, error) {
 	return job.Status{ID: id, State: job.Queued}, nil
 }
 
-func (q *memQueue) Statuses(ctx context.Context, state job.State) iter.Seq[job.Status] {
+func (q *memQueue) Statuses(ctx context.Context, state job.State) iter.Seq2[job.Status, error] {
 	q.mu.Lock()
 	ids := append([]string(nil), q.order...)
 	q.mu.Unlock()
-	return func(yield func(job.Status) bool) {
+	return func(yield func(job.Status, error) bool) {
 		for _, id := range ids {
-			if (state == 0 || state == job.Queued) && !yield(job.Status{ID: id, State: job.Queued}) {
+			if (state == 0 || state == job.Queued) && !yield(job.Status{ID: id, State: job.Queued}, nil) {
 				return
 			}
 		}

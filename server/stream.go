@@ -203,9 +203,14 @@ func (s *Server) replay(ctx context.Context, pairID string, after uint64, out si
 // fromStore streams a pair this server does not follow: what the store
 // recorded after the cursor and, while the pair has no terminal there and
 // is running (another process plays it), what the store records next,
-// read every StorePoll; then its end.
+// read every StorePoll; then its end. A store that reads a pair by parts
+// (PairReaders) is read for what is new only.
 func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out sink, end bool) error {
-	rec, err := s.awaitRecord(ctx, pairID, out)
+	read := func(ctx context.Context) (store.PairRecord, error) { return s.cfg.Store.Pair(ctx, pairID) }
+	if pr, ok := s.cfg.Store.(PairReaders); ok {
+		read = pr.PairReader(pairID)
+	}
+	rec, err := s.awaitRecord(ctx, read, out)
 	if err != nil {
 		return err
 	}
@@ -252,7 +257,7 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if rec, err = s.awaitRecord(ctx, pairID, out); err != nil {
+		if rec, err = s.awaitRecord(ctx, read, out); err != nil {
 			return err
 		}
 	}
@@ -261,8 +266,8 @@ func (s *Server) fromStore(ctx context.Context, pairID string, after uint64, out
 // awaitRecord reads the pair's record, waiting out a backend whose
 // connection is down: the stream stays open (heartbeats go on) and goes
 // on after its cursor once the connection is back.
-func (s *Server) awaitRecord(ctx context.Context, pairID string, out sink) (store.PairRecord, error) {
-	rec, err := s.cfg.Store.Pair(ctx, pairID)
+func (s *Server) awaitRecord(ctx context.Context, read func(context.Context) (store.PairRecord, error), out sink) (store.PairRecord, error) {
+	rec, err := read(ctx)
 	if !errors.Is(err, job.ErrUnavailable) {
 		return rec, err
 	}
@@ -281,7 +286,7 @@ func (s *Server) awaitRecord(ctx context.Context, pairID string, out sink) (stor
 				return rec, err
 			}
 		}
-		if rec, err = s.cfg.Store.Pair(ctx, pairID); !errors.Is(err, job.ErrUnavailable) {
+		if rec, err = read(ctx); !errors.Is(err, job.ErrUnavailable) {
 			return rec, err
 		}
 	}

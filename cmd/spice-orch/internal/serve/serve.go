@@ -281,6 +281,10 @@ func openStore(ctx context.Context, path string) (*store.Store, error) {
 	return st, nil
 }
 
+// The events stream is read for what is new at each poll of a followed
+// pair, not from its start.
+var _ server.PairReaders = (*jetstream.Backend)(nil)
+
 // queueStorePoll is how often a stream of a pair that a worker plays
 // reads the events stream for its next events.
 const queueStorePoll = 100 * time.Millisecond
