@@ -198,7 +198,7 @@ func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 		return job.Status{}, err
 	}
 	if len(j.Spec) > maxPayload-1024 {
-		return job.Status{}, bound.Count("job.spec", len(j.Spec), maxPayload-1024)
+		return job.Status{}, bound.Bytes("job.spec", len(j.Spec), maxPayload-1024)
 	}
 	if err := b.up(); err != nil {
 		return job.Status{}, err
