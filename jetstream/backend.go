@@ -177,6 +177,19 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 // its credentials redacted (a token too).
 func (b *Backend) URL() string { return Redact(b.cfg.Conn.ConnectedUrl()) }
 
+// checkJobID holds a job ID to the identifier rules and to what a key
+// of the bucket and a token of a subject may be: no ':' and no empty
+// token (a '.' first, last or twice in a row).
+func checkJobID(jobID string) error {
+	if err := id.Check("job.id", jobID); err != nil {
+		return err
+	}
+	if strings.Contains(jobID, ":") || strings.HasPrefix(jobID, ".") || strings.HasSuffix(jobID, ".") || strings.Contains(jobID, "..") {
+		return bound.Malformedf("job.id", "a job ID on JetStream has no ':' and no empty '.'-separated part")
+	}
+	return nil
+}
+
 func stateKey(jobID string) string  { return "s." + jobID }
 func cancelKey(jobID string) string { return "c." + jobID }
 
@@ -189,11 +202,11 @@ const submitWait = 10 * time.Second
 // a *bound.Error, and a connection that is down an error matching
 // job.ErrUnavailable, at once.
 func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
-	if err := id.Check("job.id", j.ID); err != nil {
+	if err := checkJobID(j.ID); err != nil {
 		return job.Status{}, err
 	}
 	if len(j.Spec) > maxPayload-1024 {
-		return job.Status{}, bound.Count("job.spec", len(j.Spec), maxPayload-1024)
+		return job.Status{}, bound.Bytes("job.spec", len(j.Spec), maxPayload-1024)
 	}
 	if err := b.up(); err != nil {
 		return job.Status{}, err
@@ -246,6 +259,11 @@ func (b *Backend) Status(ctx context.Context, jobID string) (job.Status, error) 
 
 // read returns the job's status and its revision.
 func (b *Backend) read(ctx context.Context, jobID string) (job.Status, uint64, error) {
+	if checkJobID(jobID) != nil {
+		// Submit refuses such an ID, so it names no job; asked of the
+		// bucket it would be an invalid key, not an absent one.
+		return job.Status{}, 0, job.ErrNotFound
+	}
 	e, err := b.kv.Get(ctx, stateKey(jobID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return job.Status{}, 0, job.ErrNotFound

@@ -77,6 +77,7 @@ func Connect(rawURL string, cfg ConnectConfig) (*nats.Conn, error) {
 		nats.DisconnectErrHandler(l.lost),
 		nats.ReconnectHandler(l.restored),
 		nats.ClosedHandler(l.closed),
+		nats.ErrorHandler(l.async),
 	)
 	if err != nil {
 		return nil, &scrubbed{msg: l.scrub(err.Error()), err: err}
@@ -103,6 +104,10 @@ type connLog struct {
 
 	mu   sync.Mutex
 	down time.Time // when the connection was lost; zero while up
+	// lastAsync is when an asynchronous error was last logged, quiet
+	// how many came since without a line.
+	lastAsync time.Time
+	quiet     int
 }
 
 func (l *connLog) lost(_ *nats.Conn, err error) {
@@ -118,6 +123,28 @@ func (l *connLog) lost(_ *nats.Conn, err error) {
 	if l.log != nil {
 		l.log.Warn("NATS connection lost; reconnecting", "url", l.url, "error", l.scrub(err.Error()))
 	}
+}
+
+// async logs an asynchronous error of the client, at most one a
+// second: a connection reset or a slow consumer comes in bursts.
+func (l *connLog) async(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if err == nil || l.log == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.lastAsync.IsZero() && now.Sub(l.lastAsync) < time.Second {
+		l.quiet++
+		return
+	}
+	l.lastAsync = now
+	args := []any{"url", l.url, "error", l.scrub(err.Error())}
+	if l.quiet > 0 {
+		args = append(args, "suppressed", l.quiet)
+		l.quiet = 0
+	}
+	l.log.Warn("NATS client error", args...)
 }
 
 func (l *connLog) restored(*nats.Conn) {

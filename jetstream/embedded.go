@@ -2,6 +2,9 @@ package jetstream
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -46,6 +49,19 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	}
 	if cfg.Ready == 0 {
 		cfg.Ready = 10 * time.Second
+	}
+	if cfg.Port != server.RANDOM_PORT {
+		// The server, silent by design, would only fail to become ready:
+		// an address in use is said now. Another process may still take
+		// it in between; then it is ErrNotReady.
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: embedded server cannot listen on %s: %w", addr, err)
+		}
+		if err := l.Close(); err != nil {
+			return nil, err
+		}
 	}
 	s, err := server.NewServer(&server.Options{
 		Host:               cfg.Host,

@@ -194,6 +194,11 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, ws string, buil
 			unavailable(w, h)
 			return
 		}
+		if errors.Is(err, bound.ErrExceeded) {
+			// The body fit, the queue's message does not.
+			fail(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the spec is larger than the queue takes: "+err.Error())
+			return
+		}
 		fail(w, http.StatusInternalServerError, codeInternal, "submitting the pair failed")
 		return
 	}
