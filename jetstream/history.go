@@ -177,7 +177,7 @@ func (h *byAge) Pop() any {
 }
 
 func summary(st job.Status) store.PairSummary {
-	s := store.PairSummary{ID: st.ID, Reason: st.Reason, Started: st.Started, Ended: st.Ended}
+	s := store.PairSummary{ID: st.ID, Reason: st.Reason, Started: st.Started, Ended: st.Ended, Submitted: st.Submitted}
 	switch st.State {
 	case job.Queued:
 		s.Status = StatusQueued

@@ -126,7 +126,7 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		all = append(all, summaryView{ID: p.ID, State: string(p.Status), Reason: p.Reason, Workers: workers[p.ID],
-			Started: timePtr(p.Started), Ended: timePtr(p.Ended), Links: linksOf(p.ID), at: p.Started})
+			Started: timePtr(p.Started), Ended: timePtr(p.Ended), Links: linksOf(p.ID), at: listedAt(p)})
 	}
 	for i := range all {
 		if ws, ok := workers[all[i].ID]; ok {
@@ -162,6 +162,15 @@ func (s *Server) listPairs(w http.ResponseWriter, r *http.Request) {
 		Pairs      []summaryView `json:"pairs"`
 		NextCursor string        `json:"next_cursor,omitempty"`
 	}{page, next})
+}
+
+// listedAt is the time a recorded pair is listed by: the history lists
+// by submission where it knows it, and each page must follow its order.
+func listedAt(p store.PairSummary) time.Time {
+	if !p.Submitted.IsZero() {
+		return p.Submitted
+	}
+	return p.Started
 }
 
 // newestFirst orders by time, newest first, then by ID.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,6 +29,9 @@ type memQueue struct {
 	changed chan struct{}
 	jobs    map[string]job.Job
 	order   []string
+	// listed, when set, is the history's pairs, newest submission first:
+	// ListPairs gives as many of them as asked.
+	listed []store.PairSummary
 }
 
 var (
@@ -106,9 +110,12 @@ func (q *memQueue) Pair(_ context.Context, id string) (store.PairRecord, error) 
 	return store.PairRecord{Summary: store.PairSummary{ID: id, Status: "queued"}}, nil
 }
 
-func (q *memQueue) ListPairs(context.Context, store.ListOptions) ([]store.PairSummary, error) {
+func (q *memQueue) ListPairs(_ context.Context, o store.ListOptions) ([]store.PairSummary, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.listed != nil {
+		return q.listed[:min(len(q.listed), o.Limit)], nil
+	}
 	var out []store.PairSummary
 	for i := len(q.order) - 1; i >= 0; i-- {
 		out = append(out, store.PairSummary{ID: q.order[i], Status: "queued"})
@@ -197,4 +204,42 @@ func TestS2_AQueuedPairShowsItsNameTaskAndSpec(t *testing.T) {
 		require.Equal(t, []string{"remote.search"}, v.UnpinnedTools)
 		require.JSONEq(t, `{"version":1,"system":"use [redacted]"}`, string(v.Spec))
 	}
+}
+
+// TestS2_PairsOnAQueueListByWhenTheyWereSubmitted: a backend whose pairs
+// start long after they are submitted (queued, or taken again after a
+// worker died) lists them newest submission first; the server keeps that
+// order, so a queued pair is on top and paging shows every pair once.
+func TestS2_PairsOnAQueueListByWhenTheyWereSubmitted(t *testing.T) {
+	q := newMemQueue()
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	q.listed = []store.PairSummary{
+		{ID: "pair-d", Status: "queued", Submitted: at(4)},
+		{ID: "pair-c", Status: store.StatusRunning, Submitted: at(3), Started: at(3)},
+		{ID: "pair-b", Status: store.StatusCompleted, Submitted: at(2), Started: at(2), Ended: at(5)},
+		{ID: "pair-a", Status: store.StatusCompleted, Submitted: at(1), Started: at(40), Ended: at(41)},
+	}
+	var builds atomic.Int32
+	h := queueHarness(t, q, &builds, nil)
+	want := []string{"pair-d", "pair-c", "pair-b", "pair-a"}
+	var got []string
+	cursor := ""
+	for range len(want) + 1 {
+		r := h.do("GET", "/v1/pairs?limit=1"+cursor, "", "")
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var page struct {
+			Pairs      []struct{ ID string }
+			NextCursor string `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(r.body, &page))
+		for _, p := range page.Pairs {
+			got = append(got, p.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = "&cursor=" + page.NextCursor
+	}
+	require.Equal(t, want, got)
 }

@@ -70,6 +70,10 @@ type PairSummary struct {
 	Workers []string
 	Started time.Time // zero if the pair's start was not recorded
 	Ended   time.Time // zero without a terminal
+	// Submitted is when the pair was accepted, where the history knows
+	// it apart from Started (a job backend, whose pairs wait in a queue):
+	// listings are newest submission first. Zero means Started.
+	Submitted time.Time
 }
 
 // Duration is Ended minus Started, or 0 while either is unknown.
