@@ -124,10 +124,17 @@ func TestD1_D2_ServerRestartMidRunLosesNoJobOrEvent(t *testing.T) {
 // server or stored with its ack lost on the way back. Once the server
 // is started again on the same storage and port and the publisher has
 // reconnected, the tool.started that sent it returns without an error,
-// and the stream holds the batch exactly once, in place.
+// and the stream holds the batch exactly once, in place. A resumed
+// pair's first batch, fenced on the subject's last message, is not
+// taken for a moved timeline when the server had stored it.
 func TestD1_ABatchInFlightWhenTheServerStopsIsStoredOnce(t *testing.T) {
-	for name, dir := range map[string]int{"lost": toServer, "ack lost": toClient} {
-		t.Run(name, func(t *testing.T) {
+	cases := []struct {
+		name   string
+		dir    int
+		fenced bool
+	}{{"lost", toServer, false}, {"ack lost", toClient, false}, {"fenced lost", toServer, true}, {"fenced ack lost", toClient, true}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			store := t.TempDir()
 			s1, err := StartEmbedded(EmbeddedConfig{Dir: store})
@@ -145,8 +152,19 @@ func TestD1_ABatchInFlightWhenTheServerStopsIsStoredOnce(t *testing.T) {
 			evs := pairEvents(t, ctx, "model.delta", "model.delta", "tool.started", orchestrator.KindCompleted)
 			require.NoError(t, pub.Observe(ctx, evs[0]))
 			require.NoError(t, pub.Observe(ctx, evs[1]))
+			batches := uint64(2)
+			if c.fenced {
+				// The first two events stored; a resumed pair goes on.
+				require.NoError(t, pub.Flush(ctx))
+				rec, err := b.stored(ctx, pairID)
+				require.NoError(t, err)
+				pub, err = b.Timeline(pairID, TimelineConfig{Batch: MaxBatch, Linger: time.Hour})
+				require.NoError(t, err)
+				pub.last, pub.fence, pub.fenced = rec.lastSeq, rec.streamSeq, true
+				batches = 3
+			}
 
-			px.dropFrom(dir)
+			px.dropFrom(c.dir)
 			done := make(chan error, 1)
 			go func() { done <- pub.Observe(ctx, evs[2]) }()
 			select {
@@ -173,7 +191,7 @@ func TestD1_ABatchInFlightWhenTheServerStopsIsStoredOnce(t *testing.T) {
 			require.Equal(t, []string{"model.delta", "model.delta", "tool.started", orchestrator.KindCompleted}, tl.kinds)
 			info, err := b.events.Info(ctx)
 			require.NoError(t, err)
-			require.Equal(t, uint64(2), info.State.Msgs, "each batch stored once")
+			require.Equal(t, batches, info.State.Msgs, "each batch stored once")
 		})
 	}
 }

@@ -270,9 +270,10 @@ const maxUnconfirmed = time.Minute
 
 // sentBatch is a published batch and its ack.
 type sentBatch struct {
-	msg   *nats.Msg
-	ack   jetstream.PubAckFuture
-	first time.Time // when it was first published
+	msg    *nats.Msg
+	ack    jetstream.PubAckFuture
+	first  time.Time // when it was first published
+	resent bool
 }
 
 // flushLocked publishes the batch once the one before it is stored.
@@ -329,7 +330,7 @@ func (p *Publisher) settledLocked() bool {
 		p.sent = nil
 		return true
 	case err := <-p.sent.ack.Err():
-		p.retryLocked(err)
+		p.retryLocked(context.Background(), err)
 		return p.sent == nil
 	default:
 		return false
@@ -339,9 +340,14 @@ func (p *Publisher) settledLocked() bool {
 // retryLocked publishes the batch in flight again after err, if err
 // says the connection was lost before its ack came and the batch is
 // young enough; otherwise the publisher fails.
-func (p *Publisher) retryLocked(err error) {
+func (p *Publisher) retryLocked(ctx context.Context, err error) {
 	b := p.sent
+	if b.resent && p.wasStoredLocked(ctx, err) {
+		p.sent = nil
+		return
+	}
 	if errors.Is(err, nats.ErrDisconnected) && time.Since(b.first) < maxUnconfirmed {
+		b.resent = true
 		// While reconnecting it waits in the connection's buffer,
 		// sent before anything published after it.
 		f, perr := p.b.js.PublishMsgAsync(b.msg)
@@ -353,6 +359,21 @@ func (p *Publisher) retryLocked(err error) {
 	}
 	p.sent = nil
 	p.fail(err)
+}
+
+// wasStoredLocked reports whether the fenced batch in flight, sent
+// again and refused for the subject's last message, was refused for its
+// own first sending: the stream checks the fence before the duplicate.
+func (p *Publisher) wasStoredLocked(ctx context.Context, err error) bool {
+	var apiErr *jetstream.APIError
+	if p.sent.msg.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "" ||
+		!errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, submitWait)
+	defer cancel()
+	last, gerr := p.b.events.GetLastMsgForSubject(ctx, p.subject)
+	return gerr == nil && last.Header.Get(nats.MsgIdHdr) == p.sent.msg.Header.Get(nats.MsgIdHdr)
 }
 
 func (p *Publisher) fail(err error) {
@@ -374,7 +395,7 @@ func (p *Publisher) settleLocked(ctx context.Context) error {
 		case <-b.ack.Ok():
 			p.sent = nil
 		case err := <-b.ack.Err():
-			p.retryLocked(err)
+			p.retryLocked(ctx, err)
 		case <-ctx.Done():
 			p.sent = nil
 			p.fail(ctx.Err())
