@@ -188,13 +188,13 @@ const submitWait = 10 * time.Second
 //
 // Any other error leaves the outcome unknown (the connection was lost
 // before the ack, ctx ended): the job is queued and may or may not be on
-// the stream. Submit it again with the same ID and spec: while it is
-// queued, Submit publishes it again and returns its status, and the
-// stream stores it once (its Nats-Msg-Id is the job ID, and a job stored
-// twice more than two minutes apart is still played once); once a
-// worker took it, the ID is in use. An ack lost to a connection that
-// comes back within ctx is not an error: Submit publishes the job again
-// itself.
+// the stream. Submit it again with the same ID and spec within a minute
+// (maxUnconfirmed) of the first: while the job is queued, Submit
+// publishes it again, which the stream stores once (its Nats-Msg-Id is
+// the job ID, and the stream's duplicate window two minutes), and
+// returns its status. Once a worker took it, or later than that, the ID
+// is in use. An ack lost to a connection that comes back within ctx is
+// not an error: Submit publishes the job again itself.
 func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 	if err := id.Check("job.id", j.ID); err != nil {
 		return job.Status{}, err
@@ -232,7 +232,7 @@ func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	msg.Header.Set(nats.MsgIdHdr, j.ID)
 	msg.Header.Set(queuedHdr, queuedHeader(rev, st.Submitted))
 	msg.Data = j.Spec
-	refused, err := b.publishJob(ctx, msg)
+	refused, err := b.publishJob(ctx, msg, st.Submitted)
 	switch {
 	case err == nil:
 		return st, nil
@@ -259,17 +259,22 @@ func (b *Backend) queuedAgain(ctx context.Context, j job.Job) (job.Status, uint6
 		rec.State != job.Queued || rec.Spec != specDigest(j.Spec) {
 		return job.Status{}, 0, inUse
 	}
+	if time.Since(rec.Submitted) >= maxUnconfirmed {
+		// Published again now, it could be stored twice: a second
+		// copy delivered while the first plays would take it over.
+		return job.Status{}, 0, bound.Conflicting("job.id", "a job with this ID was submitted over "+maxUnconfirmed.String()+" ago and is queued")
+	}
 	return rec.Status, e.Revision(), nil
 }
 
 // publishJob publishes the job's message and waits for the stream's ack.
 // An ack that a lost connection swallowed is waited for again on the
-// message published again, which the stream stores once. refused says
+// message published again, within maxUnconfirmed of the job's first
+// publication at first, which the stream stores once. refused says
 // the stream did not store the job: the first publication failed before
 // it was sent, or the stream answered with an error (a job it already
 // had is acknowledged as a duplicate first).
-func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg) (refused bool, err error) {
-	first := time.Now()
+func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, first time.Time) (refused bool, err error) {
 	for sent := false; ; sent = true {
 		fut, err := b.js.PublishMsgAsync(msg)
 		if err != nil {

@@ -44,9 +44,9 @@ func TestD1_ASubmitTheStreamRefusesKeepsNothing(t *testing.T) {
 // TestD1_SubmitAgainAfterAnUncertainOutcomeQueuesTheJobOnce: a Submit
 // whose outcome was uncertain (its ack lost, its context done) left the
 // job queued, stored or not. Submitting the same ID and spec again
-// publishes it again, which the stream stores once, and returns its
-// status; another spec under that ID is refused, and so is the same
-// spec once the job has left the queue.
+// within a minute publishes it again, which the stream stores once, and
+// returns its status; another spec under that ID is refused, and so is
+// the same spec later than that or once the job has left the queue.
 func TestD1_SubmitAgainAfterAnUncertainOutcomeQueuesTheJobOnce(t *testing.T) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
@@ -74,6 +74,13 @@ func TestD1_SubmitAgainAfterAnUncertainOutcomeQueuesTheJobOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job.Queued, st.State)
 	require.Equal(t, rev, st.Seq)
+	require.Equal(t, uint64(1), msgs())
+
+	// Queued over a minute ago: sent again, it could be stored twice.
+	_, err = b.kv.Create(ctx, stateKey("old"), encodeQueued(job.Status{ID: "old", State: job.Queued, Submitted: time.Now().Add(-2 * maxUnconfirmed).UTC()}, []byte("ok")))
+	require.NoError(t, err)
+	_, err = b.Submit(ctx, job.Job{ID: "old", Spec: []byte("ok")})
+	inUse(err)
 	require.Equal(t, uint64(1), msgs())
 
 	// Stored, its ack lost: submitted again, stored once.
