@@ -51,7 +51,8 @@ type Config struct {
 	AckWait    time.Duration
 	MaxDeliver int
 	// MaxPending bounds the publish acks in flight; 0 means
-	// DefaultPending.
+	// DefaultPending. A publication that finds them all in flight waits
+	// for room (its context, or a minute at most), as backpressure.
 	MaxPending int
 	// MaxEventBytes bounds the events stream (pair timelines) in bytes;
 	// 0 means DefaultEventBytes. MaxPairEvents bounds the messages it
@@ -76,6 +77,9 @@ type Backend struct {
 	// now is the clock a worker's heartbeat reads to notice that its
 	// process was paused; tests replace it.
 	now func() time.Time
+	// onStall, if set, is called each time a publication waited
+	// stallStep for room among the acks in flight; tests set it.
+	onStall func()
 }
 
 var _ job.Backend = (*Backend)(nil)
@@ -242,6 +246,33 @@ func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	return job.Status{}, err
 }
 
+// stallStep is how long one try to publish waits for room among the acks
+// in flight before publishAsync checks its context and tries again.
+const stallStep = 50 * time.Millisecond
+
+// publishAsync publishes msg without waiting for its ack. While
+// MaxPending acks are in flight it waits for room, until ctx ends or
+// maxUnconfirmed has passed, rather than failing: a burst of publications
+// is held back, not lost.
+func (b *Backend) publishAsync(ctx context.Context, msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	deadline := time.Now().Add(maxUnconfirmed)
+	for {
+		f, err := b.js.PublishMsgAsync(msg, jetstream.WithStallWait(stallStep))
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return f, err
+		}
+		if b.onStall != nil {
+			b.onStall()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+	}
+}
+
 // queuedAgain returns the job's status and its revision if it is queued
 // under the same spec: a Submit whose outcome was unknown, tried again.
 // Any other job under the ID is a conflict.
@@ -276,7 +307,7 @@ func (b *Backend) queuedAgain(ctx context.Context, j job.Job) (job.Status, uint6
 // had is acknowledged as a duplicate first).
 func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, first time.Time) (refused bool, err error) {
 	for sent := false; ; sent = true {
-		fut, err := b.js.PublishMsgAsync(msg)
+		fut, err := b.publishAsync(ctx, msg)
 		if err != nil {
 			return !sent, err
 		}
@@ -300,14 +331,18 @@ func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, first time.Time
 	}
 }
 
-// unsubmit removes the queued status of a job the stream refused, unless
-// it changed meanwhile (a cancel ended it). Removed, the refusal is
-// ErrRefused; otherwise the status stays and the error says so.
+// unsubmit removes the queued status of a job the stream refused, or
+// that ctx ended before it was sent, unless the status changed meanwhile
+// (a cancel ended it). Removed, a refusal is ErrRefused and an ended ctx
+// its error; otherwise the status stays and the error says so.
 func (b *Backend) unsubmit(ctx context.Context, jobID string, rev uint64, cause error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitWait)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitWait)
 	defer cancel()
-	if err := b.kv.Delete(ctx, stateKey(jobID), jetstream.LastRevision(rev)); err != nil {
-		return fmt.Errorf("jetstream: the jobs stream refused the job (%w), and its queued status stays: %w", cause, err)
+	if err := b.kv.Delete(dctx, stateKey(jobID), jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("jetstream: the job was not published (%w), and its queued status stays: %w", cause, err)
+	}
+	if ctx.Err() != nil && errors.Is(cause, ctx.Err()) {
+		return cause
 	}
 	return fmt.Errorf("%w: %w", ErrRefused, cause)
 }

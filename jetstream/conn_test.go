@@ -268,6 +268,28 @@ type proxy struct {
 	// dropped is signalled at each drop.
 	drop    [2]bool
 	dropped chan struct{}
+	// hold, per direction, makes the proxy keep the bytes from then on
+	// until it is closed (release).
+	hold [2]chan struct{}
+}
+
+// holdFrom keeps every byte in direction dir until release.
+func (p *proxy) holdFrom(dir int) {
+	p.mu.Lock()
+	p.hold[dir] = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// release sends on what holdFrom kept.
+func (p *proxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, h := range p.hold {
+		if h != nil {
+			close(h)
+			p.hold[i] = nil
+		}
+	}
 }
 
 // The directions of a proxy's bytes.
@@ -291,8 +313,11 @@ func (p *proxy) pipe(dst, src net.Conn, dir int) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			drop := p.drop[dir]
+			drop, hold := p.drop[dir], p.hold[dir]
 			p.mu.Unlock()
+			if hold != nil {
+				<-hold
+			}
 			if drop {
 				select {
 				case p.dropped <- struct{}{}:
@@ -348,6 +373,7 @@ func (p *proxy) serve(ln net.Listener) {
 // cut closes the listener and every connection, and waits for the
 // copies to end.
 func (p *proxy) cut() {
+	p.release()
 	p.mu.Lock()
 	if p.ln != nil {
 		_ = p.ln.Close()

@@ -255,11 +255,11 @@ func (p *Publisher) linger() {
 	if p.n == 0 || p.err != nil {
 		return
 	}
-	if !p.settledLocked() {
+	// It never waits: not for the batch before, not for room among the
+	// acks in flight; the next Observe does.
+	if !p.settledLocked() || !p.sendLocked(context.Background(), false) {
 		p.timer.Reset(p.cfg.Linger)
-		return
 	}
-	p.sendLocked()
 }
 
 // maxUnconfirmed bounds how long a batch may go without its ack, lost
@@ -274,6 +274,9 @@ type sentBatch struct {
 	ack    jetstream.PubAckFuture
 	first  time.Time // when it was first published
 	resent bool
+	// failed is the error its ack came with, kept for settleLocked by
+	// settledLocked, which does not wait to publish it again.
+	failed error
 }
 
 // flushLocked publishes the batch once the one before it is stored.
@@ -285,12 +288,14 @@ func (p *Publisher) flushLocked(ctx context.Context) {
 		p.buf, p.n, p.first = nil, 0, 0
 		return
 	}
-	p.sendLocked()
+	p.sendLocked(ctx, true)
 }
 
-// sendLocked publishes the batch without waiting for its ack; the
-// backend bounds the acks in flight. The batch before it is stored.
-func (p *Publisher) sendLocked() {
+// sendLocked publishes the batch without waiting for its ack; the batch
+// before it is stored. The backend bounds the acks in flight: with wait,
+// it waits for room (see publishAsync); without, it reports false,
+// keeping the batch, when there is none.
+func (p *Publisher) sendLocked(ctx context.Context, wait bool) bool {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -306,32 +311,45 @@ func (p *Publisher) sendLocked() {
 	msg.Header.Set(nats.MsgIdHdr, msgID)
 	if p.fenced {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(p.fence, 10))
-		p.fenced = false
 	}
 	msg.Data = p.buf
+	var f jetstream.PubAckFuture
+	var err error
+	if wait {
+		f, err = p.b.publishAsync(ctx, msg)
+	} else {
+		f, err = p.b.js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Millisecond))
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return false
+		}
+	}
+	p.fenced = false
 	p.buf, p.n, p.first = nil, 0, 0
-	f, err := p.b.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.fail(err)
-		return
+		return true
 	}
 	p.sent = &sentBatch{msg: msg, ack: f, first: time.Now()}
+	return true
 }
 
 // settledLocked reports, without waiting, whether no batch is in
-// flight. A batch whose ack a lost connection swallowed is published
-// again: its Nats-Msg-Id makes the stream store it once.
+// flight. A batch whose ack failed is not: settleLocked publishes it
+// again or fails.
 func (p *Publisher) settledLocked() bool {
 	if p.sent == nil {
 		return true
+	}
+	if p.sent.failed != nil {
+		return false
 	}
 	select {
 	case <-p.sent.ack.Ok():
 		p.sent = nil
 		return true
 	case err := <-p.sent.ack.Err():
-		p.retryLocked(context.Background(), err)
-		return p.sent == nil
+		p.sent.failed = err
+		return false
 	default:
 		return false
 	}
@@ -339,7 +357,8 @@ func (p *Publisher) settledLocked() bool {
 
 // retryLocked publishes the batch in flight again after err, if err
 // says the connection was lost before its ack came and the batch is
-// young enough; otherwise the publisher fails.
+// young enough: its Nats-Msg-Id makes the stream store it once.
+// Otherwise the publisher fails.
 func (p *Publisher) retryLocked(ctx context.Context, err error) {
 	b := p.sent
 	if b.resent && p.wasStoredLocked(ctx, err) {
@@ -350,7 +369,7 @@ func (p *Publisher) retryLocked(ctx context.Context, err error) {
 		b.resent = true
 		// While reconnecting it waits in the connection's buffer,
 		// sent before anything published after it.
-		f, perr := p.b.js.PublishMsgAsync(b.msg)
+		f, perr := p.b.publishAsync(ctx, b.msg)
 		if perr == nil {
 			b.ack = f
 			return
@@ -390,6 +409,11 @@ var errUnconfirmed = fmt.Errorf("%w: jetstream: a timeline batch was not acknowl
 func (p *Publisher) settleLocked(ctx context.Context) error {
 	for p.sent != nil && p.err == nil {
 		b := p.sent
+		if err := b.failed; err != nil {
+			b.failed = nil
+			p.retryLocked(ctx, err)
+			continue
+		}
 		t := time.NewTimer(time.Until(b.first.Add(maxUnconfirmed)))
 		select {
 		case <-b.ack.Ok():
