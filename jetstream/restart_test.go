@@ -25,7 +25,7 @@ func restartConfig(nc *nats.Conn) Config {
 	return cfg
 }
 
-// TestD1_D2_ServerRestartMidRunLosesNoJobOrEvent: two worker processes
+// TestD1_ServerRestartMidRunLosesNoJobOrEvent: two worker processes
 // play pair jobs (four at a time each) when the NATS server is shut
 // down and started again on the same storage and port; two pairs are
 // held in a tool call across the restart, and the others go on playing
@@ -37,7 +37,7 @@ func restartConfig(nc *nats.Conn) Config {
 //     without a gap or an event stored twice, to one pair.completed;
 //   - each holds, in place, every event the stream held of it just
 //     before the server stopped.
-func TestD1_D2_ServerRestartMidRunLosesNoJobOrEvent(t *testing.T) {
+func TestD1_ServerRestartMidRunLosesNoJobOrEvent(t *testing.T) {
 	const before, after = 40, 20
 	ctx := testCtx(t)
 	dir := t.TempDir()
