@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +51,8 @@ type Config struct {
 	AckWait    time.Duration
 	MaxDeliver int
 	// MaxPending bounds the publish acks in flight; 0 means
-	// DefaultPending.
+	// DefaultPending. A publication that finds them all in flight waits
+	// for room (its context, or a minute at most), as backpressure.
 	MaxPending int
 	// MaxEventBytes bounds the events stream (pair timelines) in bytes;
 	// 0 means DefaultEventBytes. MaxPairEvents bounds the messages it
@@ -78,6 +81,9 @@ type Backend struct {
 	// now is the clock a worker's heartbeat reads to notice that its
 	// process was paused; tests replace it.
 	now func() time.Time
+	// onStall, if set, is called each time a publication waited
+	// stallStep for room among the acks in flight; tests set it.
+	onStall func()
 }
 
 var _ job.Backend = (*Backend)(nil)
@@ -200,7 +206,19 @@ const submitWait = 10 * time.Second
 // Submit records the job queued and publishes it to the jobs stream.
 // It returns once the stream has acknowledged the job; a job ID in use is
 // a *bound.Error, and a connection that is down an error matching
-// job.ErrUnavailable, at once.
+// job.ErrUnavailable, at once. A job the stream refused (it is full, or
+// the job too large) is an error matching ErrRefused, and nothing of it
+// is kept: its ID may be submitted again.
+//
+// Any other error leaves the outcome unknown (the connection was lost
+// before the ack, ctx ended): the job is queued and may or may not be on
+// the stream. Submit it again with the same ID and spec within a minute
+// (maxUnconfirmed) of the first: while the job is queued, Submit
+// publishes it again, which the stream stores once (its Nats-Msg-Id is
+// the job ID, and the stream's duplicate window two minutes), and
+// returns its status. Once a worker took it, or later than that, the ID
+// is in use. An ack lost to a connection that comes back within ctx is
+// not an error: Submit publishes the job again itself.
 func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 	if err := checkJobID(j.ID); err != nil {
 		return job.Status{}, err
@@ -217,14 +235,18 @@ func (b *Backend) Submit(ctx context.Context, j job.Job) (job.Status, error) {
 		defer cancel()
 	}
 	st, err := b.submit(ctx, j)
+	if errors.Is(err, ErrRefused) {
+		return st, err
+	}
 	return st, unavailable(ctx, err)
 }
 
 func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	st := job.Status{ID: j.ID, State: job.Queued, Submitted: time.Now().UTC()}
-	rev, err := b.kv.Create(ctx, stateKey(j.ID), encode(st))
+	rev, err := b.kv.Create(ctx, stateKey(j.ID), encodeQueued(st, j.Spec))
+	created := err == nil
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return job.Status{}, bound.Conflicting("job.id", "a job with this ID exists")
+		st, rev, err = b.queuedAgain(ctx, j)
 	}
 	if err != nil {
 		return job.Status{}, err
@@ -234,18 +256,115 @@ func (b *Backend) submit(ctx context.Context, j job.Job) (job.Status, error) {
 	msg.Header.Set(nats.MsgIdHdr, j.ID)
 	msg.Header.Set(queuedHdr, queuedHeader(rev, st.Submitted))
 	msg.Data = j.Spec
-	fut, err := b.js.PublishMsgAsync(msg)
-	if err != nil {
-		return job.Status{}, err
-	}
-	select {
-	case <-fut.Ok():
+	refused, err := b.publishJob(ctx, msg, st.Submitted)
+	switch {
+	case err == nil:
 		return st, nil
-	case err := <-fut.Err():
-		return job.Status{}, err
-	case <-ctx.Done():
-		return job.Status{}, ctx.Err()
+	case refused && created:
+		return job.Status{}, b.unsubmit(ctx, j.ID, rev, err)
 	}
+	return job.Status{}, err
+}
+
+// stallStep is how long one try to publish waits for room among the acks
+// in flight before publishAsync checks its context and tries again.
+const stallStep = 50 * time.Millisecond
+
+// publishAsync publishes msg without waiting for its ack. While
+// MaxPending acks are in flight it waits for room, until ctx ends or
+// maxUnconfirmed has passed, rather than failing: a burst of publications
+// is held back, not lost.
+func (b *Backend) publishAsync(ctx context.Context, msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	deadline := time.Now().Add(maxUnconfirmed)
+	for {
+		f, err := b.js.PublishMsgAsync(msg, jetstream.WithStallWait(stallStep))
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return f, err
+		}
+		if b.onStall != nil {
+			b.onStall()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+	}
+}
+
+// queuedAgain returns the job's status and its revision if it is queued
+// under the same spec: a Submit whose outcome was unknown, tried again.
+// Any other job under the ID is a conflict.
+func (b *Backend) queuedAgain(ctx context.Context, j job.Job) (job.Status, uint64, error) {
+	inUse := bound.Conflicting("job.id", "a job with this ID exists")
+	e, err := b.kv.Get(ctx, stateKey(j.ID))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return job.Status{}, 0, inUse // removed meanwhile by a refused Submit
+	case err != nil:
+		return job.Status{}, 0, err
+	}
+	var rec queuedRecord
+	if len(e.Value()) > maxStatus || json.Unmarshal(e.Value(), &rec) != nil ||
+		rec.State != job.Queued || rec.Spec != specDigest(j.Spec) {
+		return job.Status{}, 0, inUse
+	}
+	if time.Since(rec.Submitted) >= maxUnconfirmed {
+		// Published again now, it could be stored twice: a second
+		// copy delivered while the first plays would take it over.
+		return job.Status{}, 0, bound.Conflicting("job.id", "a job with this ID was submitted over "+maxUnconfirmed.String()+" ago and is queued")
+	}
+	return rec.Status, e.Revision(), nil
+}
+
+// publishJob publishes the job's message and waits for the stream's ack.
+// An ack that a lost connection swallowed is waited for again on the
+// message published again, within maxUnconfirmed of the job's first
+// publication at first, which the stream stores once. refused says
+// the stream did not store the job: the first publication failed before
+// it was sent, or the stream answered with an error (a job it already
+// had is acknowledged as a duplicate first).
+func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, first time.Time) (refused bool, err error) {
+	for sent := false; ; sent = true {
+		fut, err := b.publishAsync(ctx, msg)
+		if err != nil {
+			return !sent, err
+		}
+		select {
+		case <-fut.Ok():
+			return false, nil
+		case err := <-fut.Err():
+			var apiErr *jetstream.APIError
+			switch {
+			case errors.Is(err, nats.ErrDisconnected) && time.Since(first) < maxUnconfirmed:
+				continue
+			case errors.As(err, &apiErr):
+				return true, err
+			case errors.Is(err, jetstream.ErrNoStreamResponse):
+				return !sent, err
+			}
+			return false, err
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// unsubmit removes the queued status of a job the stream refused, or
+// that ctx ended before it was sent, unless the status changed meanwhile
+// (a cancel ended it). Removed, a refusal is ErrRefused and an ended ctx
+// its error; otherwise the status stays and the error says so.
+func (b *Backend) unsubmit(ctx context.Context, jobID string, rev uint64, cause error) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitWait)
+	defer cancel()
+	if err := b.kv.Delete(dctx, stateKey(jobID), jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("jetstream: the job was not published (%w), and its queued status stays: %w", cause, err)
+	}
+	if ctx.Err() != nil && errors.Is(cause, ctx.Err()) {
+		return cause
+	}
+	return fmt.Errorf("%w: %w", ErrRefused, cause)
 }
 
 // Status returns the job's status.
@@ -365,7 +484,9 @@ func (b *Backend) Cancel(ctx context.Context, jobID string) error {
 
 // Await blocks until the job has ended or ctx is done.
 func (b *Backend) Await(ctx context.Context, jobID string) (job.Status, error) {
-	w, err := b.kv.Watch(ctx, stateKey(jobID))
+	// A refused Submit's status is deleted: not found, as one never
+	// written.
+	w, err := b.kv.Watch(ctx, stateKey(jobID), jetstream.IgnoreDeletes())
 	if err != nil {
 		return job.Status{}, err
 	}
@@ -462,6 +583,33 @@ func queuedStatus(jobID, v string) (job.Status, uint64) {
 }
 
 var errContended = errors.New("jetstream: job status changed too often to update")
+
+// ErrRefused is returned by Submit when the jobs stream refused the job
+// (it is full, or the job too large for it): nothing of the job is kept,
+// and its ID may be submitted again.
+var ErrRefused = errors.New("jetstream: the jobs stream refused the job")
+
+// queuedRecord is the status Submit writes: the queued status and its
+// spec's digest, so that a Submit of the same ID and spec, after an
+// outcome it could not know, is told apart from another job's. A
+// worker's first change of the status drops the digest.
+type queuedRecord struct {
+	job.Status
+	Spec string `json:"SpecSHA256"`
+}
+
+func encodeQueued(st job.Status, spec []byte) []byte {
+	b, err := json.Marshal(queuedRecord{Status: st, Spec: specDigest(spec)})
+	if err != nil {
+		panic("jetstream: " + err.Error()) // a Status always marshals
+	}
+	return b
+}
+
+func specDigest(spec []byte) string {
+	sum := sha256.Sum256(spec)
+	return hex.EncodeToString(sum[:])
+}
 
 func encode(st job.Status) []byte {
 	b, err := json.Marshal(st)

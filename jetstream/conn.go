@@ -357,7 +357,7 @@ func unavailable(ctx context.Context, err error) error {
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, jetstream.ErrAsyncPublishTimeout),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrTooManyStalledMsgs),
 		errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return fmt.Errorf("%w: %w", job.ErrUnavailable, err)
 	}

@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -276,11 +275,79 @@ type proxy struct {
 	ln    net.Listener
 	conns []net.Conn
 	wg    sync.WaitGroup
+	// drop, per direction, makes the proxy drop every byte from then on,
+	// as a network would the bytes in flight when a server stops;
+	// dropped is signalled at each drop.
+	drop    [2]bool
+	dropped chan struct{}
+	// hold, per direction, makes the proxy keep the bytes from then on
+	// until it is closed (release).
+	hold [2]chan struct{}
+}
+
+// holdFrom keeps every byte in direction dir until release.
+func (p *proxy) holdFrom(dir int) {
+	p.mu.Lock()
+	p.hold[dir] = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// release sends on what holdFrom kept.
+func (p *proxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, h := range p.hold {
+		if h != nil {
+			close(h)
+			p.hold[i] = nil
+		}
+	}
+}
+
+// The directions of a proxy's bytes.
+const (
+	toServer = iota
+	toClient
+)
+
+// dropFrom drops every byte in direction dir until cut.
+func (p *proxy) dropFrom(dir int) {
+	p.mu.Lock()
+	p.drop[dir] = true
+	p.mu.Unlock()
+}
+
+// pipe copies src to dst, dropping what the proxy drops.
+func (p *proxy) pipe(dst, src net.Conn, dir int) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			drop, hold := p.drop[dir], p.hold[dir]
+			p.mu.Unlock()
+			if hold != nil {
+				<-hold
+			}
+			if drop {
+				select {
+				case p.dropped <- struct{}{}:
+				default:
+				}
+			} else if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	p := &proxy{target: target}
+	p := &proxy{target: target, dropped: make(chan struct{}, 1)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p.addr = ln.Addr().String()
@@ -309,8 +376,8 @@ func (p *proxy) serve(ln net.Listener) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+			p.wg.Go(func() { p.pipe(up, c, toServer) })
+			p.wg.Go(func() { p.pipe(c, up, toClient) })
 		}
 	})
 }
@@ -318,6 +385,7 @@ func (p *proxy) serve(ln net.Listener) {
 // cut closes the listener and every connection, and waits for the
 // copies to end.
 func (p *proxy) cut() {
+	p.release()
 	p.mu.Lock()
 	if p.ln != nil {
 		_ = p.ln.Close()
@@ -327,6 +395,7 @@ func (p *proxy) cut() {
 		_ = c.Close()
 	}
 	p.conns = nil
+	p.drop = [2]bool{}
 	p.mu.Unlock()
 	p.wg.Wait()
 }

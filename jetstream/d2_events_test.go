@@ -196,6 +196,7 @@ func resumeFromShared() string {
 // message.
 type streamTimeline struct {
 	kinds     []string // by sequence, from 1
+	events    []string // their canonical JSON
 	terminals int
 	resumed   int
 	resumedAt uint64 // the sequence of the last pair.resumed
@@ -247,6 +248,7 @@ func streamTimelines(t *testing.T, b *Backend) map[string]*streamTimeline {
 			require.Equal(t, uint64(len(tl.kinds)+1), e.Seq(), "pair %s: event %d out of place", pairID, e.Seq())
 			require.Zero(t, tl.terminals, "pair %s: an event after its terminal", pairID)
 			tl.kinds = append(tl.kinds, e.Kind())
+			tl.events = append(tl.events, string(e.AppendJSON(nil)))
 			switch {
 			case orchestrator.Terminal(e.Kind()):
 				tl.terminals++

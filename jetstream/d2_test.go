@@ -37,10 +37,15 @@ type loopback struct {
 	// sent to frozen as it arrives.
 	freeze string
 	frozen chan string
+	// gated is how many of the next tool calls wait until gate is
+	// closed, each sent to frozen as it arrives.
+	gated int
+	gate  chan struct{}
 }
 
 func newLoopback(t *testing.T, hold string) *loopback {
-	l := &loopback{hold: hold, started: make(chan struct{}), models: map[string]int{}, tools: map[string]int{}, frozen: make(chan string, 64)}
+	l := &loopback{hold: hold, started: make(chan struct{}), models: map[string]int{}, tools: map[string]int{}, frozen: make(chan string, 64),
+		gate: make(chan struct{})}
 	l.srv = httptest.NewServer(http.HandlerFunc(l.serve))
 	t.Cleanup(l.srv.Close)
 	return l
@@ -63,6 +68,18 @@ func (l *loopback) serve(w http.ResponseWriter, r *http.Request) {
 		hold = key == l.hold && !l.held
 		l.held = l.held || hold
 		frozen = l.freeze != "" && r.Header.Get(workerHeader) == l.freeze
+		if !frozen && l.gated > 0 {
+			l.gated--
+			gate := l.gate
+			l.mu.Unlock()
+			l.frozen <- key
+			select {
+			case <-gate:
+				w.WriteHeader(http.StatusOK)
+			case <-r.Context().Done():
+			}
+			return
+		}
 	}
 	l.mu.Unlock()
 	if frozen {

@@ -60,7 +60,9 @@
 // with reason job.ReasonInterrupted.
 //
 // Every stream and bucket has explicit limits (messages, bytes, age, value
-// size), and publishing keeps a bounded number of acks in flight. The
+// size), and publishing keeps a bounded number of acks in flight: one
+// batch at a time per pair timeline, published again with the same
+// Nats-Msg-Id when a lost connection swallowed its ack. The
 // package must not know how a spec becomes a pair: a worker's PlayFunc,
 // and the BuildFunc given to ResumeFromStore, do that.
 package jetstream

@@ -54,7 +54,12 @@ func TestMain(m *testing.M) {
 func workerMain(url, name string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	opts := []nats.Option{nats.MaxReconnects(-1)}
+	if name == restartName {
+		// Back soon after the server restarts, well within AckWait.
+		opts = append(opts, nats.ReconnectWait(50*time.Millisecond))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -66,6 +71,8 @@ func workerMain(url, name string) int {
 		cfg = benchConfig(nc)
 	case name == chaosName:
 		cfg = chaosConfig(nc)
+	case name == restartName:
+		cfg = restartConfig(nc)
 	}
 	b, err := Open(ctx, cfg)
 	if err != nil {

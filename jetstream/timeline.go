@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"sync"
@@ -126,7 +127,10 @@ type TimelineConfig struct {
 // passed since its first event, at a tool.started and at the pair's
 // terminal; at those two Observe returns only once every batch of the
 // pair is stored: a tool call runs only once its start is on the
-// stream, and a pair that has ended has its whole timeline there.
+// stream, and a pair that has ended has its whole timeline there. A
+// batch is sent only once the one before it is stored; one whose ack a
+// lost connection swallowed (the server restarted) is sent again, within
+// maxUnconfirmed of its first sending, and stored once.
 //
 // Made within a worker's play, the publisher belongs to the attempt that
 // play holds: each message names the attempt (header Spice-Attempt, and
@@ -180,8 +184,11 @@ type Publisher struct {
 	first, last uint64 // the batch's range; first is 0 when it is empty
 	n           int
 	timer       *time.Timer
-	acks        []jetstream.PubAckFuture // batches published, not known stored
-	err         error                    // the first failure; every later Observe returns it
+	// sent is the batch published and not known stored, nil when none:
+	// one at a time, so that a batch whose ack a lost connection
+	// swallowed is published again before any batch after it.
+	sent *sentBatch
+	err  error // the first failure; every later Observe returns it
 	// With fenced, the first batch is stored only if the pair's
 	// subject's last message has stream sequence fence (0: none), so
 	// that a resumed pair continues exactly the timeline it was rebuilt
@@ -212,7 +219,7 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 		return bound.Bytes("timeline.event", e.EncodedLen(), maxPayload-1024)
 	}
 	if p.n > 0 && len(p.buf)+e.EncodedLen() > batchBytes {
-		p.flushLocked()
+		p.flushLocked(ctx)
 	}
 	if p.n == 0 {
 		p.first = e.Seq()
@@ -229,7 +236,7 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	durable := e.Kind() == event.KindToolStarted || p.fenced
 	switch {
 	case terminal || durable || p.n >= p.cfg.Batch:
-		p.flushLocked()
+		p.flushLocked(ctx)
 	case p.n == 1:
 		if p.timer == nil {
 			p.timer = time.AfterFunc(p.cfg.Linger, p.linger)
@@ -243,18 +250,55 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	return p.err
 }
 
-// linger publishes a batch that did not fill in time.
+// linger publishes a batch that did not fill in time, or, while the
+// batch before it is not known stored, tries again a linger later.
 func (p *Publisher) linger() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n > 0 {
-		p.flushLocked()
+	if p.n == 0 || p.err != nil {
+		return
+	}
+	// It never waits: not for the batch before, not for room among the
+	// acks in flight; the next Observe does.
+	if !p.settledLocked() || !p.sendLocked(context.Background(), false) {
+		p.timer.Reset(p.cfg.Linger)
 	}
 }
 
-// flushLocked publishes the batch without waiting for its ack; the
-// backend bounds the acks in flight.
-func (p *Publisher) flushLocked() {
+// maxUnconfirmed bounds how long a batch may go without its ack, lost
+// connections and republishing included: well within the events
+// stream's duplicates window, so that a batch published again is never
+// stored twice.
+const maxUnconfirmed = time.Minute
+
+// sentBatch is a published batch and its ack.
+type sentBatch struct {
+	msg    *nats.Msg
+	ack    jetstream.PubAckFuture
+	first  time.Time // when it was first published
+	resent bool
+	// failed is the error its ack came with, kept for settleLocked by
+	// settledLocked, which does not wait to publish it again.
+	failed error
+}
+
+// flushLocked publishes the batch once the one before it is stored.
+func (p *Publisher) flushLocked(ctx context.Context) {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if p.settleLocked(ctx) != nil {
+		p.buf, p.n, p.first = nil, 0, 0
+		return
+	}
+	p.sendLocked(ctx, true)
+}
+
+// sendLocked publishes the batch without waiting for its ack; the batch
+// before it is stored. The backend bounds the acks in flight: with wait,
+// it waits for room (see publishAsync); without, it reports false,
+// keeping the batch, when there is none.
+func (p *Publisher) sendLocked(ctx context.Context, wait bool) bool {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -270,32 +314,88 @@ func (p *Publisher) flushLocked() {
 	msg.Header.Set(nats.MsgIdHdr, msgID)
 	if p.fenced {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(p.fence, 10))
-		p.fenced = false
 	}
 	msg.Data = p.buf
+	var f jetstream.PubAckFuture
+	var err error
+	if wait {
+		f, err = p.b.publishAsync(ctx, msg)
+	} else {
+		f, err = p.b.js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Millisecond))
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return false
+		}
+	}
+	p.fenced = false
 	p.buf, p.n, p.first = nil, 0, 0
-	f, err := p.b.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.fail(err)
+		return true
+	}
+	p.sent = &sentBatch{msg: msg, ack: f, first: time.Now()}
+	return true
+}
+
+// settledLocked reports, without waiting, whether no batch is in
+// flight. A batch whose ack failed is not: settleLocked publishes it
+// again or fails.
+func (p *Publisher) settledLocked() bool {
+	if p.sent == nil {
+		return true
+	}
+	if p.sent.failed != nil {
+		return false
+	}
+	select {
+	case <-p.sent.ack.Ok():
+		p.sent = nil
+		return true
+	case err := <-p.sent.ack.Err():
+		p.sent.failed = err
+		return false
+	default:
+		return false
+	}
+}
+
+// retryLocked publishes the batch in flight again after err, if err
+// says the connection was lost before its ack came and the batch is
+// young enough: its Nats-Msg-Id makes the stream store it once.
+// Otherwise the publisher fails.
+func (p *Publisher) retryLocked(ctx context.Context, err error) {
+	b := p.sent
+	if b.resent && p.wasStoredLocked(ctx, err) {
+		p.sent = nil
 		return
 	}
-	p.acks = append(p.acks, f)
-	// Drop the acks already in, so that a long pair keeps few.
-	done := 0
-	for done < len(p.acks) {
-		select {
-		case <-p.acks[done].Ok():
-			done++
-			continue
-		case err := <-p.acks[done].Err():
-			p.fail(err)
-			done++
-			continue
-		default:
+	if errors.Is(err, nats.ErrDisconnected) && time.Since(b.first) < maxUnconfirmed {
+		b.resent = true
+		// While reconnecting it waits in the connection's buffer,
+		// sent before anything published after it.
+		f, perr := p.b.publishAsync(ctx, b.msg)
+		if perr == nil {
+			b.ack = f
+			return
 		}
-		break
+		err = perr
 	}
-	p.acks = append(p.acks[:0], p.acks[done:]...)
+	p.sent = nil
+	p.fail(err)
+}
+
+// wasStoredLocked reports whether the fenced batch in flight, sent
+// again and refused for the subject's last message, was refused for its
+// own first sending: the stream checks the fence before the duplicate.
+func (p *Publisher) wasStoredLocked(ctx context.Context, err error) bool {
+	var apiErr *jetstream.APIError
+	if p.sent.msg.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "" ||
+		!errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, submitWait)
+	defer cancel()
+	last, gerr := p.b.events.GetLastMsgForSubject(ctx, p.subject)
+	return gerr == nil && last.Header.Get(nats.MsgIdHdr) == p.sent.msg.Header.Get(nats.MsgIdHdr)
 }
 
 func (p *Publisher) fail(err error) {
@@ -304,18 +404,34 @@ func (p *Publisher) fail(err error) {
 	}
 }
 
+// errUnconfirmed fails a publisher whose batch went unacknowledged for
+// maxUnconfirmed.
+var errUnconfirmed = fmt.Errorf("%w: jetstream: a timeline batch was not acknowledged within %v", job.ErrUnavailable, maxUnconfirmed)
+
 // settleLocked waits until every published batch is stored.
 func (p *Publisher) settleLocked(ctx context.Context) error {
-	for _, f := range p.acks {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			p.fail(err)
-		case <-ctx.Done():
-			p.fail(ctx.Err())
+	for p.sent != nil && p.err == nil {
+		b := p.sent
+		if err := b.failed; err != nil {
+			b.failed = nil
+			p.retryLocked(ctx, err)
+			continue
 		}
+		t := time.NewTimer(time.Until(b.first.Add(maxUnconfirmed)))
+		select {
+		case <-b.ack.Ok():
+			p.sent = nil
+		case err := <-b.ack.Err():
+			p.retryLocked(ctx, err)
+		case <-ctx.Done():
+			p.sent = nil
+			p.fail(ctx.Err())
+		case <-t.C:
+			p.sent = nil
+			p.fail(errUnconfirmed)
+		}
+		t.Stop()
 	}
-	p.acks = nil
 	return p.err
 }
 
@@ -326,7 +442,7 @@ func (p *Publisher) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n > 0 {
-		p.flushLocked()
+		p.flushLocked(ctx)
 	}
 	return p.settleLocked(ctx)
 }

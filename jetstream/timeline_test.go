@@ -230,3 +230,50 @@ func TestS1_HistoryEndsWithThePairsTimeline(t *testing.T) {
 	require.Len(t, rec.Events, 5)
 	require.Equal(t, store.StatusCompleted, rec.Summary.Status)
 }
+
+// TestS1_ABurstPastTheInFlightBoundWaits: more pairs publish at once than
+// the backend lets acks be in flight (MaxPending), and the acks are slow
+// to come: the pair that finds no room waits for it, past the stall
+// that nats.go allows a publication, instead of failing. Every pair's
+// terminal is stored.
+func TestS1_ABurstPastTheInFlightBoundWaits(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	px := startProxy(t, s.Addr().String())
+	cfg := testConfig(connect(t, px.url()), "burst")
+	cfg.MaxPending = 2
+	b, err := Open(ctx, cfg)
+	require.NoError(t, err)
+	stalled := make(chan struct{}, 1)
+	b.onStall = func() {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+	}
+	const pairs = 3
+	px.holdFrom(toClient)
+	done := make(chan error, pairs)
+	for i := range pairs {
+		pub, err := b.Timeline("pair-burst-"+strconv.Itoa(i), TimelineConfig{})
+		require.NoError(t, err)
+		e := terminalEvent(t, ctx)
+		go func() { done <- pub.Observe(ctx, e) }()
+	}
+	select {
+	case <-stalled:
+	case err := <-done:
+		t.Fatalf("a pair ended while the acks were held: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no publication waited for room")
+	}
+	px.release()
+	for range pairs {
+		require.NoError(t, <-done)
+	}
+	for i := range pairs {
+		kinds, err := collect(t, ctx, b, "pair-burst-"+strconv.Itoa(i), 0, false)
+		require.NoError(t, err)
+		require.Len(t, kinds, 1)
+	}
+}
