@@ -18,7 +18,7 @@
 //     queue is a *QueueFullError), Config.Pairs running pairs,
 //     Config.ModelOps model operations in flight across all pairs (a FIFO
 //     semaphore around each worker's provider), and Config.Retain finished
-//     jobs kept, the oldest forgotten an eighth of Retain at a time.
+//     jobs kept, the oldest forgotten first.
 //
 // A job is queued, then running, then exactly once completed, failed or
 // cancelled (package job spells the states and the Backend interface that

@@ -342,23 +342,20 @@ func (s *Scheduler) cancelQueued(e *entry) {
 }
 
 // retire records a job's end: it keeps the job among the finished ones,
-// forgets the oldest an eighth of Config.Retain at a time once more than
-// Retain are kept, and writes both to the read model in txn. The caller
-// holds mu, has set the job's terminal state, and commits txn and then
-// closes the job's done channel before it lets go of mu.
+// forgets the oldest once more than Config.Retain are kept, and writes
+// both to the read model in txn. The caller holds mu, has set the job's
+// terminal state, and commits txn and then closes the job's done channel
+// before it lets go of mu.
 func (s *Scheduler) retire(txn *memdb.Txn, e *entry) {
 	s.finished.push(e)
-	s.stats.Retained++
 	if s.finished.len() > s.cfg.Retain {
-		n := max(1, s.cfg.Retain/8)
-		for range n {
-			g := s.finished.pop()
-			delete(s.jobs, g.id)
-			if err := txn.Delete(table, &row{Key: g.key}); err != nil {
-				panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
-			}
+		g := s.finished.pop()
+		delete(s.jobs, g.id)
+		if err := txn.Delete(table, &row{Key: g.key}); err != nil {
+			panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
 		}
-		s.stats.Retained -= n
+	} else {
+		s.stats.Retained++
 	}
 	s.put(txn, e)
 }
