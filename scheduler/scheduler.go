@@ -65,6 +65,7 @@ type entry struct {
 	id    string
 	seq   uint64
 	key   string // its read-model key
+	row   *row   // its snapshot in the read model
 	cfg   *orchestrator.Config
 	rc    *orchestrator.ResumeConfig // set for a resumed pair
 	done  chan struct{}              // closed when the job ends
@@ -181,13 +182,10 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 // List yields the jobs in state, or every job for state 0, in submission
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
-	it, err := s.db.Txn(false).Get(table, bySeq)
+	rs := rows(s.db.Txn(false), state)
 	return func(yield func(Info) bool) {
-		if err != nil {
-			return
-		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if r := raw.(*row); (state == 0 || r.State == state) && !yield(r.Info) {
+		for r := range rs {
+			if !yield(r.Info) {
 				return
 			}
 		}
@@ -351,7 +349,7 @@ func (s *Scheduler) retire(txn *memdb.Txn, e *entry) {
 	if s.finished.len() > s.cfg.Retain {
 		g := s.finished.pop()
 		delete(s.jobs, g.id)
-		if err := txn.Delete(table, &row{Key: g.key}); err != nil {
+		if err := txn.Delete(table, g.row); err != nil {
 			panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
 		}
 	} else {
@@ -360,10 +358,17 @@ func (s *Scheduler) retire(txn *memdb.Txn, e *entry) {
 	s.put(txn, e)
 }
 
-// put writes e's snapshot to the read model. The caller holds mu: the
-// read model changes with the jobs map, in the same critical section.
+// put writes e's snapshot to the read model in place of the one before.
+// The caller holds mu: the read model changes with the jobs map, in the
+// same critical section.
 func (s *Scheduler) put(txn *memdb.Txn, e *entry) {
-	if err := txn.Insert(table, &row{Key: e.key, State: e.state, Info: e.info()}); err != nil {
+	if e.row != nil {
+		if err := txn.Delete(table, e.row); err != nil {
+			panic("scheduler: read model: " + err.Error()) // each row is deleted once
+		}
+	}
+	e.row = &row{State: e.state, Key: e.key, Info: e.info()}
+	if err := txn.Insert(table, e.row); err != nil {
 		panic("scheduler: read model: " + err.Error()) // a schema error: a bug here
 	}
 }
