@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -146,8 +147,9 @@ func liveHeap() int64 {
 // BenchmarkSchedulerTeamBaseline plays the pairs of
 // BenchmarkSchedulerThroughput without the scheduler: the same config on
 // one orchestrator.Team, GOMAXPROCS goroutines each playing pair after
-// pair (Team.Run), as the scheduler's GOMAXPROCS slots do. The scheduler's
-// cost is its ns/op over this one's, measured in the same run.
+// pair (Team.Run), as the scheduler's GOMAXPROCS slots do.
+// BenchmarkSchedulerCPURatio sets the two side by side in alternating
+// rounds.
 func BenchmarkSchedulerTeamBaseline(b *testing.B) {
 	cfg := relay(b, cycling("Hello there."), cycling("Looks good."))
 	cfg.Timeline.Delivery = orchestrator.AfterRun
@@ -178,4 +180,93 @@ func BenchmarkSchedulerTeamBaseline(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/pair")
+}
+
+// BenchmarkSchedulerCPURatio measures the scheduler's CPU per pair against
+// BenchmarkSchedulerTeamBaseline's in alternating rounds in one process,
+// so that both see the same phases of a shared machine: each of its
+// rounds plays a share of b.N pairs through a scheduler (as
+// BenchmarkSchedulerThroughput does) and then as many on one Team (as
+// BenchmarkSchedulerTeamBaseline does), each timed by the process's CPU.
+// cpu-ratio is the scheduler's CPU per pair over the Team's.
+func BenchmarkSchedulerCPURatio(b *testing.B) {
+	const rounds = 6
+	cfg := relay(b, cycling("Hello there."), cycling("Looks good."))
+	cfg.Timeline.Delivery = orchestrator.AfterRun
+	per := max(1, (b.N+rounds-1)/rounds)
+	var sched, team time.Duration
+	b.ReportAllocs()
+	for range rounds {
+		cpu0 := cpuTime()
+		playScheduled(b, cfg, per)
+		cpu1 := cpuTime()
+		playOnTeam(b, cfg, per)
+		sched, team = sched+cpu1-cpu0, team+cpuTime()-cpu1
+	}
+	n := float64(rounds * per)
+	b.ReportMetric(float64(sched.Nanoseconds())/n, "sched-cpu-ns/pair")
+	b.ReportMetric(float64(team.Nanoseconds())/n, "team-cpu-ns/pair")
+	b.ReportMetric(float64(sched)/float64(team), "cpu-ratio")
+}
+
+// playScheduled plays n jobs of cfg through a scheduler set up as
+// BenchmarkSchedulerThroughput's, keeping at most 64 outstanding, and
+// drains it.
+func playScheduled(b *testing.B, cfg *orchestrator.Config, n int) {
+	const backlog = 64
+	pairs := runtime.GOMAXPROCS(0)
+	s, err := scheduler.New(scheduler.Config{Pairs: pairs, ModelOps: pairs, Queue: backlog, Retain: backlog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var ring [backlog]string
+	for i := range n {
+		if i >= backlog {
+			if _, err := s.Wait(ctx, ring[i%backlog]); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+		jobID, err := s.Submit(ctx, scheduler.Job{Pair: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ring[i%backlog] = jobID
+	}
+	if err := s.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if st := s.Stats(); st.Completed != uint64(n) {
+		b.Fatalf("%d of %d jobs completed (%d failed)", st.Completed, n, st.Failed)
+	}
+}
+
+// playOnTeam plays n pairs of cfg on one Team, GOMAXPROCS goroutines each
+// playing pair after pair, as BenchmarkSchedulerTeamBaseline does.
+func playOnTeam(b *testing.B, cfg *orchestrator.Config, n int) {
+	team, err := orchestrator.NewTeam(*cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				p, err := team.Run(ctx, "pair-"+strconv.FormatInt(i, 10), cfg.Task)
+				if err == nil {
+					_, err = p.Wait(ctx)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := team.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
 }

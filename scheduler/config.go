@@ -42,10 +42,8 @@ type Config struct {
 	Queue int
 	// Retain bounds the finished jobs the scheduler keeps — state,
 	// result and pair timeline, about 10 KiB for a small pair. When one
-	// more would be kept, the jobs that finished first are forgotten, an
-	// eighth of Retain at a time (deleting neighbours together is cheaper
-	// in the table), so between 7/8 of Retain and Retain stay once that
-	// many have finished. 1..MaxRetain, 0 for DefaultRetain.
+	// more would be kept, the job that finished first is forgotten.
+	// 1..MaxRetain, 0 for DefaultRetain.
 	Retain int
 	// Clock times submissions, starts and ends; nil means the wall clock.
 	// Like IDs it may be called with the scheduler's state locked.

@@ -10,20 +10,21 @@
 //   - the queue: one FIFO of queued jobs, which Config.Pairs slot
 //     goroutines take in submission order; a job cancelled while queued
 //     ends at once and is passed over;
-//   - the read model: a go-memdb table of job snapshots indexed by
-//     submission order, written in the same critical section as each
-//     transition (submit, start, end, forget) and read by List, filtered
-//     by state, without the mutex. It never decides what a job does;
+//   - the read model: a go-memdb table of job snapshots indexed by state
+//     and submission order, written in the same critical section as each
+//     transition (submit, start, end, forget) and read by List without
+//     the mutex. It never decides what a job does;
 //   - the limits: Config.Queue queued jobs (Submit never waits: a full
 //     queue is a *QueueFullError), Config.Pairs running pairs,
 //     Config.ModelOps model operations in flight across all pairs (a FIFO
 //     semaphore around each worker's provider), and Config.Retain finished
-//     jobs kept, the oldest forgotten an eighth of Retain at a time.
+//     jobs kept, the oldest forgotten first.
 //
 // A job is queued, then running, then exactly once completed, failed or
 // cancelled (package job spells the states and the Backend interface that
 // Jobs returns). Jobs sharing a config pointer play on one
-// orchestrator.Team; a config that names its pair plays alone. Subscribe
+// orchestrator.Team, kept for at most Pairs+8 configs; a config that
+// names its pair plays alone. Subscribe
 // waits for a queued job to start and returns its pair's gap-free
 // timeline cursor. Close drains; Shutdown cancels the queued and running
 // jobs; when either returns nil every pair and slot goroutine has ended.

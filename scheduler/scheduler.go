@@ -65,6 +65,7 @@ type entry struct {
 	id    string
 	seq   uint64
 	key   string // its read-model key
+	row   *row   // its snapshot in the read model
 	cfg   *orchestrator.Config
 	rc    *orchestrator.ResumeConfig // set for a resumed pair
 	done  chan struct{}              // closed when the job ends
@@ -181,13 +182,10 @@ func (s *Scheduler) Get(jobID string) (Info, error) {
 // List yields the jobs in state, or every job for state 0, in submission
 // order, from one snapshot taken when List is called.
 func (s *Scheduler) List(state State) iter.Seq[Info] {
-	it, err := s.db.Txn(false).Get(table, bySeq)
+	rs := rows(s.db.Txn(false), state)
 	return func(yield func(Info) bool) {
-		if err != nil {
-			return
-		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if r := raw.(*row); (state == 0 || r.State == state) && !yield(r.Info) {
+		for r := range rs {
+			if !yield(r.Info) {
 				return
 			}
 		}
@@ -342,31 +340,35 @@ func (s *Scheduler) cancelQueued(e *entry) {
 }
 
 // retire records a job's end: it keeps the job among the finished ones,
-// forgets the oldest an eighth of Config.Retain at a time once more than
-// Retain are kept, and writes both to the read model in txn. The caller
-// holds mu, has set the job's terminal state, and commits txn and then
-// closes the job's done channel before it lets go of mu.
+// forgets the oldest once more than Config.Retain are kept, and writes
+// both to the read model in txn. The caller holds mu, has set the job's
+// terminal state, and commits txn and then closes the job's done channel
+// before it lets go of mu.
 func (s *Scheduler) retire(txn *memdb.Txn, e *entry) {
 	s.finished.push(e)
-	s.stats.Retained++
 	if s.finished.len() > s.cfg.Retain {
-		n := max(1, s.cfg.Retain/8)
-		for range n {
-			g := s.finished.pop()
-			delete(s.jobs, g.id)
-			if err := txn.Delete(table, &row{Key: g.key}); err != nil {
-				panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
-			}
+		g := s.finished.pop()
+		delete(s.jobs, g.id)
+		if err := txn.Delete(table, g.row); err != nil {
+			panic("scheduler: read model: " + err.Error()) // each finished job is deleted once
 		}
-		s.stats.Retained -= n
+	} else {
+		s.stats.Retained++
 	}
 	s.put(txn, e)
 }
 
-// put writes e's snapshot to the read model. The caller holds mu: the
-// read model changes with the jobs map, in the same critical section.
+// put writes e's snapshot to the read model in place of the one before.
+// The caller holds mu: the read model changes with the jobs map, in the
+// same critical section.
 func (s *Scheduler) put(txn *memdb.Txn, e *entry) {
-	if err := txn.Insert(table, &row{Key: e.key, State: e.state, Info: e.info()}); err != nil {
+	if e.row != nil {
+		if err := txn.Delete(table, e.row); err != nil {
+			panic("scheduler: read model: " + err.Error()) // each row is deleted once
+		}
+	}
+	e.row = &row{State: e.state, Key: e.key, Info: e.info()}
+	if err := txn.Insert(table, e.row); err != nil {
 		panic("scheduler: read model: " + err.Error()) // a schema error: a bug here
 	}
 }

@@ -102,3 +102,48 @@ func TestO8_SubscribeWaitingSeesStartAtOnce(t *testing.T) {
 		require.Equal(t, scheduler.Completed, wait(t, s, j2).State)
 	})
 }
+
+// TestO8_ListByStateFollowsMixedTransitions: after jobs have been
+// cancelled while queued, failed, completed, started and forgotten
+// (Retain), List of each state yields exactly the jobs in it, in
+// submission order, and List of every job all of them.
+func TestO8_ListByStateFollowsMixedTransitions(t *testing.T) {
+	s := newScheduler(t, scheduler.Config{Pairs: 1, Retain: 5})
+	first, sixth := newHeld("First."), newHeld("Sixth.")
+	refused := relay(t, cycling("Draft."), cycling("OK."))
+	refused.Plans = nil
+	ok := relay(t, cycling("Draft."), cycling("OK."))
+
+	submit(t, s, relay(t, first, cycling("OK."))) // job-1: runs, completes
+	<-first.started
+	submit(t, s, ok)                              // job-2: cancelled while queued
+	submit(t, s, refused)                         // job-3: fails
+	submit(t, s, ok)                              // job-4: completes
+	submit(t, s, ok)                              // job-5: cancelled while queued
+	submit(t, s, relay(t, sixth, cycling("OK."))) // job-6: runs, held
+	require.NoError(t, s.Cancel("job-2"))
+	require.NoError(t, s.Cancel("job-5"))
+	require.Equal(t, []string{"job-3", "job-4", "job-6"}, listIDs(s, scheduler.Queued))
+	require.Equal(t, []string{"job-2", "job-5"}, listIDs(s, scheduler.Cancelled))
+
+	first.Release()
+	<-sixth.started
+	submit(t, s, ok) // job-7: queued behind job-6
+	require.Equal(t, []string{"job-1", "job-4"}, listIDs(s, scheduler.Completed))
+	require.Equal(t, []string{"job-3"}, listIDs(s, scheduler.Failed))
+	require.Equal(t, []string{"job-2", "job-5"}, listIDs(s, scheduler.Cancelled))
+	require.Equal(t, []string{"job-6"}, listIDs(s, scheduler.Running))
+	require.Equal(t, []string{"job-7"}, listIDs(s, scheduler.Queued))
+	require.Equal(t, []string{"job-1", "job-2", "job-3", "job-4", "job-5", "job-6", "job-7"}, listIDs(s, 0))
+
+	// Seven finished with Retain 5: job-2 and job-5, which finished
+	// first, are forgotten.
+	sixth.Release()
+	wait(t, s, "job-7")
+	require.Equal(t, []string{"job-1", "job-4", "job-6", "job-7"}, listIDs(s, scheduler.Completed))
+	require.Equal(t, []string{"job-3"}, listIDs(s, scheduler.Failed))
+	require.Empty(t, listIDs(s, scheduler.Cancelled))
+	require.Empty(t, listIDs(s, scheduler.Running))
+	require.Empty(t, listIDs(s, scheduler.Queued))
+	require.Equal(t, []string{"job-1", "job-3", "job-4", "job-6", "job-7"}, listIDs(s, 0))
+}
