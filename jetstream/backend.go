@@ -73,6 +73,9 @@ type Backend struct {
 	// now is the clock a worker's heartbeat reads to notice that its
 	// process was paused; tests replace it.
 	now func() time.Time
+	// beforeFetch, if set, is called by a worker's slot before each
+	// fetch; tests set it.
+	beforeFetch func()
 }
 
 var _ job.Backend = (*Backend)(nil)
