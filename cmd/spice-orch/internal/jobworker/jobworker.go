@@ -27,8 +27,10 @@ type Config struct {
 	Drain time.Duration // how long held pairs may finish once ctx ends
 
 	// Store records every pair played, and is where a job delivered
-	// again is resumed from; StorePath names it in messages. Each pair's
-	// workspace is made in DataDir/workspaces, which must exist.
+	// again is resumed from when it holds the pair; StorePath names it
+	// in messages. nil records nothing, and resumes from the events
+	// stream only. Each pair's workspace is made in DataDir/workspaces,
+	// which must exist.
 	Store     *store.Store
 	StorePath string
 	DataDir   string
@@ -52,8 +54,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	bld := &remotespec.Builder{Store: cfg.Store, Record: cfg.Store, Getenv: cfg.Getenv}
-	fmt.Fprintf(cfg.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", cfg.Pairs, jetstream.Redact(cfg.URL), cfg.StorePath)
+	bld := &remotespec.Builder{Getenv: cfg.Getenv}
+	where := "no store"
+	if cfg.Store != nil {
+		// Only a store that is there: a nil *store.Store would make
+		// observers that are not nil.
+		bld.Store, bld.Record = cfg.Store, cfg.Store
+		where = "store " + cfg.StorePath
+	}
+	fmt.Fprintf(cfg.Stdout, "spice-orch worker: playing up to %d pairs from %s (%s)\n", cfg.Pairs, jetstream.Redact(cfg.URL), where)
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -86,7 +95,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return *built.Config, built.Close, nil
 		}
 	}
-	resume := b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv}), jetstream.TimelineConfig{})
+	bare := resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv})
+	resume := b.ResumeFromEvents(bare, jetstream.TimelineConfig{})
+	if cfg.Store != nil {
+		resume = b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), bare, jetstream.TimelineConfig{})
+	}
 	return b.Work(ctx, jetstream.WorkerConfig{Pairs: cfg.Pairs, Play: play, Resume: resume, Drain: cfg.Drain})
 }
 
