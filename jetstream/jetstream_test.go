@@ -20,7 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/store"
 )
 
 func startServer(t *testing.T, dir string) *server.Server {
@@ -365,20 +367,45 @@ func TestD1_ServerRestartLosesNoAcknowledgedJob(t *testing.T) {
 // SIGTERM while its pair is in a call that never ends stops fetching and
 // exits 0 once its drain bound has passed, not later. It hands the job
 // back without ending the pair: nothing of the pair's end reaches the
-// events stream, and another worker resumes the pair from it, runs the
-// idempotent call again and completes the job, with exactly one terminal
-// status.
+// events stream, and another worker, on another machine, resumes the
+// pair from it, runs the idempotent call again and completes the job,
+// with exactly one terminal status.
 func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
+	dir := t.TempDir()
+	drainDuringCall(t, "drain", filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), "events")
+}
+
+// TestD1_SIGTERMHandsBackToAWorkerSharingItsStore: as above, the worker
+// that gets the job next sharing the drained worker's store, which holds
+// the pair: the store did not record the pair as ended either, so the
+// worker resumes it from there and completes it.
+func TestD1_SIGTERMHandsBackToAWorkerSharingItsStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spice.db")
+	drainDuringCall(t, "drainshared", path, path, "either")
+	rd, err := store.OpenConfig(context.Background(), store.Config{Path: path, ReadOnly: true})
+	require.NoError(t, err)
+	defer rd.Close()
+	rec, err := rd.Pair(context.Background(), "pair-drain")
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Summary.Status)
+}
+
+// drainDuringCall plays one pair job on a worker process recording into
+// the store at first, SIGTERMs it while the reviewer's write (an
+// idempotent call) never ends, checks that it exits within its drain
+// bound and hands the job back unended, and has a worker process
+// recording into second, resuming as mode says (envResume), complete it.
+func drainDuringCall(t *testing.T, name, first, second, mode string) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
-	const name, jobID = "drain", "pair-drain"
+	const jobID = "pair-drain"
 	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), name))
 	require.NoError(t, err)
 	tm := watchTerminals(t, b)
 	l := newLoopback(t, jobID+"/c-reviewer")
 	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
 	require.NoError(t, err)
-	a := startPairWorker(t, s.ClientURL(), name, filepath.Join(t.TempDir(), "a.db"), l, "idempotent", envResume+"=events")
+	a := startPairWorker(t, s.ClientURL(), name, first, l, "idempotent", envResume+"="+mode)
 	select {
 	case <-l.started:
 	case <-ctx.Done():
@@ -407,7 +434,7 @@ func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
 	tl := streamTimelines(t, b)[jobID]
 	require.Zero(t, tl.terminals, "the handed-back pair ended on the stream: %v", tl.kinds)
 
-	startPairWorker(t, s.ClientURL(), name, filepath.Join(t.TempDir(), "b.db"), l, "idempotent", envResume+"=events")
+	startPairWorker(t, s.ClientURL(), name, second, l, "idempotent", envResume+"="+mode)
 	st, err = b.Await(ctx, jobID)
 	require.NoError(t, err)
 	require.Equal(t, job.Completed, st.State, "%s: %s", st.Reason, st.Error)
@@ -507,6 +534,52 @@ func TestD1_ADrainingWorkerHandsBackWhatItFetches(t *testing.T) {
 	meta, err := fetchOne(t, ctx, b).Metadata()
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), meta.NumDelivered, "the job was not delivered to the draining worker")
+}
+
+// TestD1_AHandedBackPlayRecordsNothingMore: an observer a play made with
+// Attempt (a worker's local store) takes the pair's events until the
+// drain's bound hands the job back, and none after, its end included;
+// the job stays running.
+func TestD1_AHandedBackPlayRecordsNothingMore(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "handback"))
+	require.NoError(t, err)
+	const jobID = "pair-back"
+	evs := attemptEvents(t, ctx, jobID, 1, 2, true)
+	var mu sync.Mutex
+	var recorded []uint64
+	rec := eventlog.ObserverFunc(func(_ context.Context, e eventlog.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		recorded = append(recorded, e.Seq())
+		return nil
+	})
+	first, last := make(chan error, 1), make(chan error, 1)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Work(wctx, WorkerConfig{Pairs: 1, Drain: 100 * time.Millisecond, Play: func(ctx context.Context, j job.Job) job.Report {
+			o := b.Attempt(j.ID, rec)
+			first <- o.Observe(ctx, evs[0])
+			<-ctx.Done()
+			last <- o.Observe(context.WithoutCancel(ctx), evs[1])
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Cancelled, Reason: job.ReasonCancelled}
+		}})
+	}()
+	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("block")})
+	require.NoError(t, err)
+	require.NoError(t, <-first)
+	stop()
+	require.ErrorIs(t, <-last, errHandedBack)
+	require.NoError(t, <-done)
+	mu.Lock()
+	require.Equal(t, []uint64{1}, recorded)
+	mu.Unlock()
+	st, err := b.Status(ctx, jobID)
+	require.NoError(t, err)
+	require.Equal(t, job.Running, st.State)
+	require.Equal(t, 1, st.Attempt)
 }
 
 // FuzzQueuedStatus: the queued header of a job's message reads back

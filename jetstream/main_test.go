@@ -83,6 +83,7 @@ func workerMain(url, name string) int {
 	}
 	if loop := os.Getenv(envLoop); loop != "" {
 		workerTag = os.Getenv(envTag)
+		recordAttempt = b.Attempt
 		var st *store.Store
 		if path := os.Getenv(envStore); path != "" {
 			if st, err = store.Open(ctx, path); err != nil {

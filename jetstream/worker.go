@@ -14,6 +14,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 )
 
 // PlayFunc plays one job to its end and reports how it ended. It must
@@ -244,6 +245,32 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	// The terminal is written: an ack that is lost only brings the job
 	// back once, to be settled as ended, so it is not waited for.
 	_ = msg.Ack()
+}
+
+// Attempt returns an observer that passes each event of the pair to o
+// while the attempt of the job that this worker plays may publish: once
+// another delivery took the job over, or the draining worker hands it
+// back, it refuses every event, as the attempt's Timeline does, so that
+// o (a worker's local store) records no end for a pair that goes on
+// elsewhere. Made outside a play of the job, it is o.
+func (b *Backend) Attempt(pairID string, o eventlog.Observer) eventlog.Observer {
+	h := b.playing.get(pairID)
+	if h == nil {
+		return o
+	}
+	return &attemptObserver{h: h, o: o}
+}
+
+type attemptObserver struct {
+	h *held
+	o eventlog.Observer
+}
+
+func (a *attemptObserver) Observe(ctx context.Context, e eventlog.Event) error {
+	if err := a.h.stopped(); err != nil {
+		return err
+	}
+	return a.o.Observe(ctx, e)
 }
 
 // errLeaseLost is the cause of a play cancelled because another delivery

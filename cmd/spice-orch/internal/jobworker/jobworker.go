@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "spec_refused", Error: err.Error()}
 		}
-		rep := playJob(ctx, bld, filepath.Join(cfg.DataDir, "workspaces"), j, pub)
+		rep := playJob(ctx, attempt(b, bld, j.ID), filepath.Join(cfg.DataDir, "workspaces"), j, pub)
 		// A pair's terminal publishes what is left; a pair that never
 		// started has nothing to publish.
 		_ = pub.Flush(context.WithoutCancel(ctx))
@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 			if err := os.MkdirAll(ws, 0o700); err != nil {
 				return orchestrator.Config{}, nil, err
 			}
-			built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
+			built, err := attempt(b, bld, j.ID).Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
 				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
 			if err != nil {
 				return orchestrator.Config{}, nil, err
@@ -101,6 +101,19 @@ func Run(ctx context.Context, cfg Config) error {
 		resume = b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), bare, jetstream.TimelineConfig{})
 	}
 	return b.Work(ctx, jetstream.WorkerConfig{Pairs: cfg.Pairs, Play: play, Resume: resume, Drain: cfg.Drain})
+}
+
+// attempt is bld for one play of the job: its store records the pair
+// only while this attempt holds the job, so that a pair handed back at
+// the drain's bound, or taken over, is not recorded here as ended, and a
+// worker sharing the store resumes it.
+func attempt(b *jetstream.Backend, bld *remotespec.Builder, jobID string) *remotespec.Builder {
+	if bld.Store == nil {
+		return bld
+	}
+	one := *bld
+	one.Store = b.Attempt(jobID, bld.Store)
+	return &one
 }
 
 // discard stands for the timeline of a resumed pair: the backend adds
