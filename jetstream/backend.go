@@ -84,6 +84,9 @@ type Backend struct {
 	// onStall, if set, is called each time a publication waited
 	// stallStep for room among the acks in flight; tests set it.
 	onStall func()
+	// beforeFetch, if set, is called by a worker's slot before each
+	// fetch; tests set it.
+	beforeFetch func()
 }
 
 var _ job.Backend = (*Backend)(nil)

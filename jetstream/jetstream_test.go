@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
+	"github.com/spice-orch/spice-orch/orchestrator"
+	"github.com/spice-orch/spice-orch/store"
 )
 
 func startServer(t *testing.T, dir string) *server.Server {
@@ -360,39 +364,222 @@ func TestD1_ServerRestartLosesNoAcknowledgedJob(t *testing.T) {
 }
 
 // TestD1_SIGTERMDrainsWithinItsBound: a worker process told to stop with
-// SIGTERM stops fetching, hands back the job it could not finish within
-// its drain bound and exits 0; the job, which had started, then ends
-// failed (interrupted) on another worker, with exactly one terminal.
+// SIGTERM while its pair is in a call that never ends stops fetching and
+// exits 0 once its drain bound has passed, not later. It hands the job
+// back without ending the pair: nothing of the pair's end reaches the
+// events stream, and another worker, on another machine, resumes the
+// pair from it, runs the idempotent call again and completes the job,
+// with exactly one terminal status.
 func TestD1_SIGTERMDrainsWithinItsBound(t *testing.T) {
+	dir := t.TempDir()
+	drainDuringCall(t, "drain", filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), "events")
+}
+
+// TestD1_SIGTERMHandsBackToAWorkerSharingItsStore: as above, the worker
+// that gets the job next sharing the drained worker's store, which holds
+// the pair: the store did not record the pair as ended either, so the
+// worker resumes it from there and completes it.
+func TestD1_SIGTERMHandsBackToAWorkerSharingItsStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spice.db")
+	drainDuringCall(t, "drainshared", path, path, "either")
+	rd, err := store.OpenConfig(context.Background(), store.Config{Path: path, ReadOnly: true})
+	require.NoError(t, err)
+	defer rd.Close()
+	rec, err := rd.Pair(context.Background(), "pair-drain")
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCompleted, rec.Summary.Status)
+}
+
+// drainDuringCall plays one pair job on a worker process recording into
+// the store at first, SIGTERMs it while the reviewer's write (an
+// idempotent call) never ends, checks that it exits within its drain
+// bound and hands the job back unended, and has a worker process
+// recording into second, resuming as mode says (envResume), complete it.
+func drainDuringCall(t *testing.T, name, first, second, mode string) {
 	ctx := testCtx(t)
 	s := startServer(t, t.TempDir())
-	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "drain"))
+	const jobID = "pair-drain"
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), name))
 	require.NoError(t, err)
 	tm := watchTerminals(t, b)
-	blocked := submitN(t, ctx, b, "blocked", "block", 1)[0]
-	a := startWorker(t, s.ClientURL(), "drain")
-	waitState(t, ctx, b, blocked, running)
+	l := newLoopback(t, jobID+"/c-reviewer")
+	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("Write a line about the sea.")})
+	require.NoError(t, err)
+	a := startPairWorker(t, s.ClientURL(), name, first, l, "idempotent", envResume+"="+mode)
+	select {
+	case <-l.started:
+	case <-ctx.Done():
+		t.Fatal("the reviewer's write never started")
+	}
 
-	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
+	sent := time.Now()
+	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
 	go func() { exited <- a.Wait() }()
+	bound := time.NewTimer(testDrain + drainMargin)
+	defer bound.Stop()
 	select {
 	case err := <-exited:
+		took := time.Since(sent)
 		require.NoError(t, err, "the worker exits 0 after draining")
-	case <-ctx.Done():
-		t.Fatal("the worker did not exit within its drain bound")
+		require.GreaterOrEqual(t, took, testDrain, "the worker did not wait for its pair")
+		t.Logf("exited %v after SIGTERM (drain %v)", took, testDrain)
+	case <-bound.C:
+		t.Fatalf("the worker did not exit within its drain bound %v and a margin of %v", testDrain, drainMargin)
 	}
 	requireGone(t, a.Process.Pid)
-
-	startWorker(t, s.ClientURL(), "drain")
-	st, err := b.Await(ctx, blocked)
+	st, err := b.Status(ctx, jobID)
 	require.NoError(t, err)
-	require.Equal(t, job.Failed, st.State)
-	require.Equal(t, job.ReasonInterrupted, st.Reason)
+	require.Equal(t, job.Running, st.State, "a job handed back stays running until it is taken again")
+	tl := streamTimelines(t, b)[jobID]
+	require.Zero(t, tl.terminals, "the handed-back pair ended on the stream: %v", tl.kinds)
+
+	startPairWorker(t, s.ClientURL(), name, second, l, "idempotent", envResume+"="+mode)
+	st, err = b.Await(ctx, jobID)
+	require.NoError(t, err)
+	require.Equal(t, job.Completed, st.State, "%s: %s", st.Reason, st.Error)
+	require.Equal(t, 2, st.Attempt)
+	_, tools := l.counts()
+	require.Equal(t, map[string]int{jobID + "/c-writer": 1, jobID + "/c-reviewer": 2}, tools)
+	tl = streamTimelines(t, b)[jobID]
+	require.Equal(t, 1, tl.resumed)
+	require.Equal(t, 1, tl.terminals)
+	require.Equal(t, orchestrator.KindCompleted, tl.kinds[len(tl.kinds)-1])
 	tm.caughtUp(t, ctx)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
-	require.Equal(t, 1, tm.count[blocked])
+	require.Equal(t, 1, tm.count[jobID])
+}
+
+// TestD1_AWorkerHoldsOneJobPerSlot: a worker whose slots all play jobs
+// that do not end holds exactly those jobs: the rest stay pending on the
+// server for other workers, none delivered to it and buffered unplayed.
+func TestD1_AWorkerHoldsOneJobPerSlot(t *testing.T) {
+	const slots, jobs = 3, 8
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "slots"))
+	require.NoError(t, err)
+	submitN(t, ctx, b, "blocked", "block", jobs)
+
+	started := make(chan string, jobs)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Work(wctx, WorkerConfig{Pairs: slots, Drain: time.Second, Play: func(ctx context.Context, j job.Job) job.Report {
+			started <- j.ID
+			return scripted(ctx, j)
+		}})
+	}()
+	defer func() {
+		stop()
+		require.NoError(t, <-done)
+	}()
+	for range slots {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("the worker did not fill its slots")
+		}
+	}
+	info, err := b.cons.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, slots, info.NumAckPending, "jobs delivered to the worker")
+	require.Equal(t, uint64(jobs-slots), info.NumPending, "jobs left for other workers")
+}
+
+// TestD1_ADrainingWorkerHandsBackWhatItFetches: a job that reaches a
+// worker after its drain began, from a fetch already on its way, is
+// handed back unplayed: it stays queued, delivered once more.
+func TestD1_ADrainingWorkerHandsBackWhatItFetches(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "late"))
+	require.NoError(t, err)
+
+	// The slot's first fetch waits until the drain has begun and the
+	// job is in the stream: the job arrives from a fetch sent before.
+	fetching, submitted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.beforeFetch = func() {
+		once.Do(func() {
+			close(fetching)
+			<-submitted
+		})
+	}
+	var played sync.Map
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Work(wctx, WorkerConfig{Pairs: 1, Drain: time.Second, Play: func(ctx context.Context, j job.Job) job.Report {
+			played.Store(j.ID, true)
+			return scripted(ctx, j)
+		}})
+	}()
+	select {
+	case <-fetching:
+	case <-ctx.Done():
+		t.Fatal("the worker never fetched")
+	}
+	stop()
+	late := submitN(t, ctx, b, "late", "ok", 1)[0]
+	close(submitted)
+	require.NoError(t, <-done)
+
+	_, was := played.Load(late)
+	require.False(t, was, "a job fetched after the drain began was played")
+	st, err := b.Status(ctx, late)
+	require.NoError(t, err)
+	require.Equal(t, job.Queued, st.State)
+	meta, err := fetchOne(t, ctx, b).Metadata()
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), meta.NumDelivered, "the job was not delivered to the draining worker")
+}
+
+// TestD1_AHandedBackPlayRecordsNothingMore: an observer a play made with
+// Attempt (a worker's local store) takes the pair's events until the
+// drain's bound hands the job back, and none after, its end included;
+// the job stays running.
+func TestD1_AHandedBackPlayRecordsNothingMore(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	b, err := Open(ctx, testConfig(connect(t, s.ClientURL()), "handback"))
+	require.NoError(t, err)
+	const jobID = "pair-back"
+	evs := attemptEvents(t, ctx, jobID, 1, 2, true)
+	var mu sync.Mutex
+	var recorded []uint64
+	rec := eventlog.ObserverFunc(func(_ context.Context, e eventlog.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		recorded = append(recorded, e.Seq())
+		return nil
+	})
+	first, last := make(chan error, 1), make(chan error, 1)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Work(wctx, WorkerConfig{Pairs: 1, Drain: 100 * time.Millisecond, Play: func(ctx context.Context, j job.Job) job.Report {
+			o := b.Attempt(j.ID, rec)
+			first <- o.Observe(ctx, evs[0])
+			<-ctx.Done()
+			last <- o.Observe(context.WithoutCancel(ctx), evs[1])
+			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Cancelled, Reason: job.ReasonCancelled}
+		}})
+	}()
+	_, err = b.Submit(ctx, job.Job{ID: jobID, Spec: []byte("block")})
+	require.NoError(t, err)
+	require.NoError(t, <-first)
+	stop()
+	require.ErrorIs(t, <-last, errHandedBack)
+	require.NoError(t, <-done)
+	mu.Lock()
+	require.Equal(t, []uint64{1}, recorded)
+	mu.Unlock()
+	st, err := b.Status(ctx, jobID)
+	require.NoError(t, err)
+	require.Equal(t, job.Running, st.State)
+	require.Equal(t, 1, st.Attempt)
 }
 
 // FuzzQueuedStatus: the queued header of a job's message reads back

@@ -79,7 +79,7 @@ func workerMain(url, name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	wc := WorkerConfig{Pairs: 2, Play: scripted, Drain: 2 * time.Second}
+	wc := WorkerConfig{Pairs: 2, Play: scripted, Drain: testDrain}
 	if os.Getenv(envPlay) == "pairs" {
 		rc, err := relayConfig()
 		if err != nil {
@@ -90,6 +90,7 @@ func workerMain(url, name string) int {
 	}
 	if loop := os.Getenv(envLoop); loop != "" {
 		workerTag = os.Getenv(envTag)
+		recordAttempt = b.Attempt
 		var st *store.Store
 		if path := os.Getenv(envStore); path != "" {
 			if st, err = store.Open(ctx, path); err != nil {
@@ -136,6 +137,13 @@ func workerMain(url, name string) int {
 	}
 	return 0
 }
+
+// testDrain is a worker process's drain bound, and drainMargin how much
+// longer than it the process may take to exit after SIGTERM.
+const (
+	testDrain   = 2 * time.Second
+	drainMargin = 3 * time.Second
+)
 
 // testConfig is the backend configuration every test and worker process
 // shares: a short AckWait, so that redelivery is quick.

@@ -82,13 +82,22 @@ func (p *loopProvider) Stream(ctx context.Context, req model.Request) (model.Str
 	return enginetest.NewProvider(items).Stream(ctx, req)
 }
 
+// recordAttempt, set in a worker process, makes the observer through
+// which a play records into its store, as a worker does
+// (Backend.Attempt).
+var recordAttempt func(jobID string, o eventlog.Observer) eventlog.Observer
+
 // pairBuilder builds a job's pair as every worker process of a test does,
 // recording into st unless it is nil.
 func pairBuilder(st *store.Store, url string, replay tool.Replay) BuildFunc {
 	return func(_ context.Context, j job.Job) (orchestrator.Config, func(), error) {
 		var required []eventlog.Observer
 		if st != nil {
-			required = []eventlog.Observer{st}
+			var o eventlog.Observer = st
+			if recordAttempt != nil {
+				o = recordAttempt(j.ID, o)
+			}
+			required = []eventlog.Observer{o}
 		}
 		replay := replay
 		if replay == 0 { // the spec says

@@ -205,11 +205,12 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 	if p.err != nil {
 		return p.err
 	}
-	if p.held != nil && p.held.lost.Load() {
-		// Another delivery took the job over: what this attempt does
-		// now, its terminal above all, must not reach the stream.
+	if err := p.heldStopped(); err != nil {
+		// Another delivery took the job over, or the draining worker
+		// hands it back: what this attempt does now, its terminal
+		// above all, must not reach the stream.
 		p.buf, p.n, p.first = nil, 0, 0
-		p.fail(errLeaseLost)
+		p.fail(err)
 		return p.err
 	}
 	if p.last != 0 && e.Seq() != p.last+1 {
@@ -248,6 +249,15 @@ func (p *Publisher) Observe(ctx context.Context, e eventlog.Event) error {
 		return p.settleLocked(ctx)
 	}
 	return p.err
+}
+
+// heldStopped reports why the attempt the publisher belongs to publishes
+// nothing more, or nil.
+func (p *Publisher) heldStopped() error {
+	if p.held == nil {
+		return nil
+	}
+	return p.held.stopped()
 }
 
 // linger publishes a batch that did not fill in time, or, while the

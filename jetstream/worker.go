@@ -14,6 +14,7 @@ import (
 
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/bound"
+	"github.com/spice-orch/spice-orch/kernel/eventlog"
 )
 
 // PlayFunc plays one job to its end and reports how it ended. It must
@@ -29,7 +30,9 @@ type WorkerConfig struct {
 	// Play plays a job. Required.
 	Play PlayFunc
 	// Drain bounds how long jobs in hand may run once Work's context is
-	// done; past it they are cancelled and handed back. 0 means AckWait.
+	// done; past it they are stopped as if their lease were lost, so that
+	// their pairs' timelines do not end, and handed back. 0 means
+	// AckWait.
 	Drain time.Duration
 	// Resume continues a job delivered again after it started: the
 	// worker that played it stopped answering, so its pair may have done
@@ -42,8 +45,11 @@ type WorkerConfig struct {
 
 // Work plays jobs until ctx is done, then drains: it stops fetching, lets
 // the jobs in hand finish within cfg.Drain, and hands back (Nak) the ones
-// that did not, which another worker then receives as a redelivery. It
-// also turns MAX_DELIVERIES advisories into failed jobs.
+// that did not, which another worker then receives as a redelivery and
+// resumes (cfg.Resume): a play stopped at the bound publishes nothing
+// more, its end included, and its job stays running. A job that a fetch
+// already on its way brings after ctx is done is handed back unplayed.
+// It also turns MAX_DELIVERIES advisories into failed jobs.
 func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 	if cfg.Play == nil {
 		return bound.Missing("worker.play")
@@ -78,7 +84,8 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 	})
 	defer kicks.Wait()
 	defer b.cfg.Conn.RemoveStatusListener(reconnected) // ends the loop above
-	// Jobs play under playCtx, which outlives ctx by at most cfg.Drain.
+	// Jobs play under playCtx, which outlives ctx by at most cfg.Drain;
+	// its end hands back every play still going (play).
 	playCtx, stopPlay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPlay()
 	drainDone := make(chan struct{})
@@ -105,10 +112,14 @@ func (b *Backend) Work(ctx context.Context, cfg WorkerConfig) error {
 	return nil
 }
 
-// slot fetches and plays one job at a time until ctx is done.
+// slot fetches and plays one job at a time until ctx is done: one, so
+// that the worker is delivered no job it does not play.
 func (b *Backend) slot(ctx, playCtx context.Context, cs *inflight, cfg WorkerConfig) {
 	wait := min(b.cfg.AckWait, time.Second)
 	for ctx.Err() == nil {
+		if b.beforeFetch != nil {
+			b.beforeFetch()
+		}
 		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -125,6 +136,13 @@ func (b *Backend) slot(ctx, playCtx context.Context, cs *inflight, cfg WorkerCon
 			continue
 		}
 		for msg := range batch.Messages() {
+			if ctx.Err() != nil {
+				// Fetched as the drain began: another worker plays
+				// it, once this worker's fetches still on their way
+				// have expired.
+				_ = msg.NakWithDelay(wait)
+				continue
+			}
 			b.handle(playCtx, cs, msg, cfg)
 		}
 	}
@@ -194,14 +212,16 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	if resumed {
 		play = cfg.Resume
 	}
-	rep, lost := b.play(ctx, cs, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
-	if lost {
+	rep, stopped := b.play(ctx, cs, msg, job.Job{ID: jobID, Attempt: attempt, Spec: msg.Data()}, play)
+	switch stopped {
+	case errLeaseLost:
 		// Another delivery holds the job now: its message is not this
 		// worker's to settle.
 		return
-	}
-	if rep.State == job.Cancelled && ctx.Err() != nil {
-		// Draining past its bound: hand the job back.
+	case errHandedBack:
+		// Draining past its bound: the job stays running under this
+		// attempt, which the next delivery takes over by
+		// compare-and-swap and resumes.
 		_ = msg.Nak()
 		return
 	}
@@ -227,23 +247,62 @@ func (b *Backend) handle(ctx context.Context, cs *inflight, msg jetstream.Msg, c
 	_ = msg.Ack()
 }
 
+// Attempt returns an observer that passes each event of the pair to o
+// while the attempt of the job that this worker plays may publish: once
+// another delivery took the job over, or the draining worker hands it
+// back, it refuses every event, as the attempt's Timeline does, so that
+// o (a worker's local store) records no end for a pair that goes on
+// elsewhere. Made outside a play of the job, it is o.
+func (b *Backend) Attempt(pairID string, o eventlog.Observer) eventlog.Observer {
+	h := b.playing.get(pairID)
+	if h == nil {
+		return o
+	}
+	return &attemptObserver{h: h, o: o}
+}
+
+type attemptObserver struct {
+	h *held
+	o eventlog.Observer
+}
+
+func (a *attemptObserver) Observe(ctx context.Context, e eventlog.Event) error {
+	if err := a.h.stopped(); err != nil {
+		return err
+	}
+	return a.o.Observe(ctx, e)
+}
+
 // errLeaseLost is the cause of a play cancelled because another delivery
 // of its job took it over while this worker could not send heartbeats.
 var errLeaseLost = errors.New("jetstream: the job was delivered to another worker")
+
+// errHandedBack is the cause of a play stopped because its worker's drain
+// bound passed: the job goes back to the queue, to be resumed.
+var errHandedBack = errors.New("jetstream: the draining worker handed the job back")
 
 // play runs the job under a context that its cancel key cancels, sending
 // heartbeats while it plays. The worker's one subscription to the cancel
 // keys tells it of a request made while it plays; a request made before
 // it registered the job is in the bucket, which it reads as the pair
 // starts, and again after each reconnection or late heartbeat, when it
-// also checks that no other delivery took the job over. lost reports such a takeover: the pair was
-// stopped and the job is no longer this worker's.
-func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, lost bool) {
-	jctx, cancel := context.WithCancelCause(ctx)
+// also checks that no other delivery took the job over. stopped is
+// errLeaseLost after such a takeover (the job is no longer this
+// worker's), errHandedBack once ctx ended (the drain's bound passed), and
+// nil otherwise; either way the play publishes nothing more of the pair.
+func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j job.Job, play PlayFunc) (rep job.Report, stopped error) {
+	// The play's context does not end with ctx: the end of ctx first
+	// marks the play handed back, so that its publisher refuses the
+	// events the stop makes, and only then stops it.
+	jctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	h := &held{attempt: j.Attempt, cancel: cancel, kick: make(chan struct{}, 1)}
 	cs.add(j.ID, h)
 	defer cs.remove(j.ID, h)
+	handBack := context.AfterFunc(ctx, func() {
+		h.back.Store(true)
+		cancel(errHandedBack)
+	})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -252,7 +311,8 @@ func (b *Backend) play(ctx context.Context, cs *inflight, msg jetstream.Msg, j j
 	delivered := b.now()
 	wg.Go(func() { b.heartbeat(jctx, msg, j, h, delivered) })
 	rep = callPlay(jctx, j, play)
-	return rep, h.lost.Load()
+	handBack()
+	return rep, h.stopped()
 }
 
 // heartbeat tells the server the job is in progress every third of
@@ -346,7 +406,20 @@ type held struct {
 	attempt int
 	cancel  context.CancelCauseFunc
 	kick    chan struct{} // asks its heartbeat to check the job; one pending at most
-	lost    atomic.Bool
+	lost    atomic.Bool   // another delivery took the job over
+	back    atomic.Bool   // the draining worker hands the job back
+}
+
+// stopped returns why the attempt publishes nothing more: errLeaseLost,
+// errHandedBack, or nil while it may.
+func (h *held) stopped() error {
+	switch {
+	case h.lost.Load():
+		return errLeaseLost
+	case h.back.Load():
+		return errHandedBack
+	}
+	return nil
 }
 
 // inflight holds the jobs a worker plays, each by its latest attempt.

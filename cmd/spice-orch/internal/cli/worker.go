@@ -20,6 +20,7 @@ type workerFlags struct {
 	name    string
 	pairs   int
 	store   string
+	noStore bool
 	dataDir string
 	drain   time.Duration
 }
@@ -33,14 +34,15 @@ func newWorkerCmd(env Env) *cobra.Command {
 (--pairs at once), build its pair from the job's spec as serve builds a
 spec sent over HTTP (no workspace, no plugins, no openai base_url), play
 it, and record its terminal state. Each pair gets its own workspace under
---data-dir and is recorded in the local store; its timeline also goes to
-the server's events stream, from which 'serve --nats' streams it.
+--data-dir and is recorded in the local store (none with --no-store); its
+timeline also goes to the server's events stream, from which
+'serve --nats' streams it.
 
 A job is held with heartbeats while it plays. If this worker dies, the
 job is delivered to another worker after the ack wait, on any machine,
 which resumes the pair: from its store's record when it holds the pair
-(workers on one machine sharing one --store), and otherwise from the
-timeline the server's events stream holds. It goes on from the last
+(workers on one machine sharing one --store), and otherwise (always with
+--no-store) from the timeline the server's events stream holds. It goes on from the last
 completed run, without asking a model again for a recorded answer. A
 tool call's start is on the stream before the call runs, so a mutating
 call that started without a recorded outcome is never run again: the job
@@ -50,7 +52,9 @@ the same timeline on the stream. Files the pair's tools wrote stay in the
 first worker's workspace.
 
 On SIGTERM or SIGINT the worker stops fetching, lets the pairs it holds
-finish within --drain, cancels the rest and hands them back.`,
+finish within --drain, and hands back the rest without ending them: each
+stops, publishing nothing more, and the worker that gets its job next
+resumes it as above.`,
 		Example: `  spice-orch worker --nats nats://127.0.0.1:4222 --pairs 4`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,7 +68,9 @@ finish within --drain, cancels the rest and hands them back.`,
 	fl.StringVar(&f.name, "name", "spice", "the job backend's name on that server")
 	fl.IntVar(&f.pairs, "pairs", 4, "pairs played at once")
 	fl.StringVar(&f.store, "store", "", "the store to record into (default as for 'run')")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory for the pairs' workspaces (default: worker/ beside the store)")
+	fl.BoolVar(&f.noStore, "no-store", false, "record into no local store; resume from the events stream only")
+	cmd.MarkFlagsMutuallyExclusive("store", "no-store")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory for the pairs' workspaces (default: worker/ beside the default store)")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long held pairs may finish after SIGTERM")
 	return cmd
 }
@@ -81,9 +87,14 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	if f.drain <= 0 || f.drain > time.Hour {
 		return usageErr(errors.New("--drain must be between 0 and 1h"))
 	}
-	stPath, err := storePath(f.store, env.Getenv)
-	if err != nil {
-		return usageErr(err)
+	// Without a store the default store's path only places the data
+	// directory, when it is not given.
+	var stPath string
+	var err error
+	if !f.noStore || f.dataDir == "" {
+		if stPath, err = storePath(f.store, env.Getenv); err != nil {
+			return usageErr(err)
+		}
 	}
 	dataDir := f.dataDir
 	if dataDir == "" {
@@ -95,13 +106,17 @@ func runWorker(ctx context.Context, env Env, f workerFlags, ready func()) error 
 	if err := os.MkdirAll(filepath.Join(dataDir, "workspaces"), 0o700); err != nil {
 		return failed(fmt.Errorf("data dir: %w", err))
 	}
-	st, err := openStore(ctx, stPath, true)
-	if err != nil {
-		return failed(err)
+	cfg := jobworker.Config{URL: f.url, Name: f.name, Pairs: f.pairs, Drain: f.drain,
+		DataDir: dataDir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Ready: ready}
+	if !f.noStore {
+		st, err := openStore(ctx, stPath, true)
+		if err != nil {
+			return failed(err)
+		}
+		defer st.Close()
+		cfg.Store, cfg.StorePath = st, stPath
 	}
-	defer st.Close()
-	err = jobworker.Run(ctx, jobworker.Config{URL: f.url, Name: f.name, Pairs: f.pairs, Drain: f.drain,
-		Store: st, StorePath: stPath, DataDir: dataDir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Ready: ready})
+	err = jobworker.Run(ctx, cfg)
 	if err != nil {
 		return failed(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -73,6 +74,32 @@ func TestD1_WorkerCommandPlaysJobsAndDrains(t *testing.T) {
 // holds nothing of it, so it plays the pair from its start, and the
 // stream then holds the whole timeline to one terminal.
 func TestD2_WorkerCommandResumesAPairItsStoreLacks(t *testing.T) {
+	dir := t.TempDir()
+	resumeElsewhere(t, workerFlags{store: dir + "/store.db", dataDir: dir + "/data"}, dir)
+}
+
+// TestD2_WorkerCommandWithoutAStoreResumesFromTheStream: `worker
+// --no-store` records into no local store, and a job another machine's
+// worker had started is resumed from the events stream alone, to one
+// terminal.
+func TestD2_WorkerCommandWithoutAStoreResumesFromTheStream(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	out := resumeElsewhere(t, workerFlags{noStore: true, dataDir: dir + "/data"}, home)
+	require.Contains(t, out, "(no store)")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the worker made files beside its data dir")
+	entries, err = os.ReadDir(home)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the worker opened the default store")
+}
+
+// resumeElsewhere starts a worker with flags f (its URL, name and pairs
+// set here) on a job that another machine's worker claimed as attempt 1
+// and then left, and checks that the worker resumes it to completion
+// with one terminal on the events stream. home is the worker's $HOME. It
+// returns the worker's output.
+func resumeElsewhere(t *testing.T, f workerFlags, home string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -107,11 +134,14 @@ func TestD2_WorkerCommandResumesAPairItsStoreLacks(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	var out, errOut bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
-	go func() {
-		done <- runWorker(wctx, env, workerFlags{url: srv.ClientURL(), name: "spice", pairs: 1,
-			store: dir + "/store.db", dataDir: dir + "/data", drain: 5 * time.Second}, func() { close(ready) })
-	}()
+	env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}}
+	f.url, f.name, f.pairs, f.drain = srv.ClientURL(), "spice", 1, 5*time.Second
+	go func() { done <- runWorker(wctx, env, f, func() { close(ready) }) }()
 	<-ready
 	st, err = b.Await(ctx, jobID)
 	require.NoError(t, err)
@@ -128,4 +158,5 @@ func TestD2_WorkerCommandResumesAPairItsStoreLacks(t *testing.T) {
 	require.Equal(t, 1, terminals)
 	stop()
 	require.NoError(t, <-done)
+	return out.String()
 }

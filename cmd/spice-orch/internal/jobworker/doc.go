@@ -2,8 +2,8 @@
 // connects to NATS, opens the JetStream job backend, and plays the pair
 // jobs it fetches, each built from its spec by a remotespec.Builder (so
 // a job's spec gets the same refusals as a spec sent over HTTP), with
-// its timeline recorded in the given store and published to the events
-// stream. A job delivered again after it started is resumed from the
+// its timeline recorded in the given store, if any, and published to the
+// events stream. A job delivered again after it started is resumed from the
 // store's record of its pair when the store holds it (workers sharing a
 // store), and otherwise from the pair's timeline on the events stream;
 // the continuation is published to the same stream. When its context

@@ -27,8 +27,10 @@ type Config struct {
 	Drain time.Duration // how long held pairs may finish once ctx ends
 
 	// Store records every pair played, and is where a job delivered
-	// again is resumed from; StorePath names it in messages. Each pair's
-	// workspace is made in DataDir/workspaces, which must exist.
+	// again is resumed from when it holds the pair; StorePath names it
+	// in messages. nil records nothing, and resumes from the events
+	// stream only. Each pair's workspace is made in DataDir/workspaces,
+	// which must exist.
 	Store     *store.Store
 	StorePath string
 	DataDir   string
@@ -52,8 +54,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	bld := &remotespec.Builder{Store: cfg.Store, Record: cfg.Store, Getenv: cfg.Getenv}
-	fmt.Fprintf(cfg.Stdout, "spice-orch worker: playing up to %d pairs from %s (store %s)\n", cfg.Pairs, jetstream.Redact(cfg.URL), cfg.StorePath)
+	bld := &remotespec.Builder{Getenv: cfg.Getenv}
+	where := "no store"
+	if cfg.Store != nil {
+		// Only a store that is there: a nil *store.Store would make
+		// observers that are not nil.
+		bld.Store, bld.Record = cfg.Store, cfg.Store
+		where = "store " + cfg.StorePath
+	}
+	fmt.Fprintf(cfg.Stdout, "spice-orch worker: playing up to %d pairs from %s (%s)\n", cfg.Pairs, jetstream.Redact(cfg.URL), where)
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -62,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed, Reason: "spec_refused", Error: err.Error()}
 		}
-		rep := playJob(ctx, bld, filepath.Join(cfg.DataDir, "workspaces"), j, pub)
+		rep := playJob(ctx, attempt(b, bld, j.ID), filepath.Join(cfg.DataDir, "workspaces"), j, pub)
 		// A pair's terminal publishes what is left; a pair that never
 		// started has nothing to publish.
 		_ = pub.Flush(context.WithoutCancel(ctx))
@@ -78,7 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 			if err := os.MkdirAll(ws, 0o700); err != nil {
 				return orchestrator.Config{}, nil, err
 			}
-			built, err := bld.Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
+			built, err := attempt(b, bld, j.ID).Build(ctx, server.BuildRequest{PairID: j.ID, Workspace: ws,
 				Body: j.Spec, ContentType: "application/yaml", Timeline: discard})
 			if err != nil {
 				return orchestrator.Config{}, nil, err
@@ -86,8 +95,25 @@ func Run(ctx context.Context, cfg Config) error {
 			return *built.Config, built.Close, nil
 		}
 	}
-	resume := b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv}), jetstream.TimelineConfig{})
+	bare := resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv})
+	resume := b.ResumeFromEvents(bare, jetstream.TimelineConfig{})
+	if cfg.Store != nil {
+		resume = b.ResumeFromStoreOrEvents(cfg.Store, resumeBuild(bld), bare, jetstream.TimelineConfig{})
+	}
 	return b.Work(ctx, jetstream.WorkerConfig{Pairs: cfg.Pairs, Play: play, Resume: resume, Drain: cfg.Drain})
+}
+
+// attempt is bld for one play of the job: its store records the pair
+// only while this attempt holds the job, so that a pair handed back at
+// the drain's bound, or taken over, is not recorded here as ended, and a
+// worker sharing the store resumes it.
+func attempt(b *jetstream.Backend, bld *remotespec.Builder, jobID string) *remotespec.Builder {
+	if bld.Store == nil {
+		return bld
+	}
+	one := *bld
+	one.Store = b.Attempt(jobID, bld.Store)
+	return &one
 }
 
 // discard stands for the timeline of a resumed pair: the backend adds
