@@ -92,7 +92,9 @@ func Run(ctx context.Context, cfg Config) error {
 			if err != nil {
 				return orchestrator.Config{}, nil, err
 			}
-			return *built.Config, built.Close, nil
+			c := *built.Config
+			c.FinalizeTimeout = observerWait
+			return c, built.Close, nil
 		}
 	}
 	bare := resumeBuild(&remotespec.Builder{Getenv: cfg.Getenv})
@@ -116,6 +118,13 @@ func attempt(b *jetstream.Backend, bld *remotespec.Builder, jobID string) *remot
 	return &one
 }
 
+// observerWait bounds a pair's wait for its timeline observers, the
+// events stream among them. The kernel's default of 5 s would fail a
+// pair across a NATS server's restart or a pause of this process that
+// the job's lease rides out; half of AckWait leaves the other half for
+// the heartbeat that follows.
+const observerWait = jetstream.DefaultAckWait / 2
+
 // discard stands for the timeline of a resumed pair: the backend adds
 // its publisher.
 var discard = eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil })
@@ -138,7 +147,9 @@ func playJob(ctx context.Context, bld *remotespec.Builder, workspaces string, j 
 	if built.Close != nil {
 		defer built.Close()
 	}
-	pair, err := orchestrator.Run(ctx, *built.Config)
+	c := *built.Config
+	c.FinalizeTimeout = observerWait
+	pair, err := orchestrator.Run(ctx, c)
 	return pairReport(ctx, rep, pair, err)
 }
 
