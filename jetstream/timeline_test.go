@@ -283,10 +283,13 @@ func TestS1_DeltasFurtherApartThanTheLingerTravelOneAMessage(t *testing.T) {
 // BenchmarkTimelineDeltas: pairs streaming 30 deltas a second each, for
 // 2 seconds (60 deltas, then the terminal), publish through their
 // timeline publishers to an embedded server, their starts spread over
-// one period; one subscriber hears every message. Reported: messages per
-// event, messages/s, and the median and p99 of the time from an event's
-// Observe to the subscriber's receipt of it (what a reader of the stream
-// waits), by pairs and linger.
+// one period, all on one connection (one worker holding them all); one
+// subscriber hears every message. Reported: messages per event,
+// messages/s, the median and p99 of the time from an event's Observe to
+// the subscriber's receipt of it (what a reader of the stream waits),
+// and the pairs whose publisher failed (a publish that found
+// Config.MaxPending acks in flight for nats.go's stall wait), by pairs
+// and linger.
 func BenchmarkTimelineDeltas(b *testing.B) {
 	const deltas, period = 60, time.Second / 30
 	for _, pairs := range []int{100, 500} {
@@ -337,6 +340,7 @@ func BenchmarkTimelineDeltas(b *testing.B) {
 				require.NoError(b, err)
 				defer func() { _ = sub.Unsubscribe() }()
 				rounds := 0
+				var failed atomic.Int64
 				for b.Loop() {
 					var wg sync.WaitGroup
 					for i := range pairs {
@@ -355,7 +359,10 @@ func BenchmarkTimelineDeltas(b *testing.B) {
 								}
 								observed[i][j].Store(int64(time.Since(base)))
 								if err := pub.Observe(ctx, e); err != nil {
-									b.Error(err)
+									// Counted, not fatal: how many pairs a
+									// connection fails at a load is what
+									// the benchmark is for.
+									failed.Add(1)
 									return
 								}
 							}
@@ -369,12 +376,15 @@ func BenchmarkTimelineDeltas(b *testing.B) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				require.Equal(b, rounds*pairs*len(src), events)
+				if failed.Load() == 0 {
+					require.Equal(b, rounds*pairs*len(src), events)
+				}
 				slices.Sort(lat)
 				b.ReportMetric(float64(msgs)/float64(events), "msgs/event")
 				b.ReportMetric(float64(msgs)/(float64(rounds*len(src))*period.Seconds()), "msgs/s")
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1e3, "p99-ms")
+				b.ReportMetric(float64(failed.Load())/float64(rounds), "failed-pairs")
 			})
 		}
 	}
