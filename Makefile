@@ -17,6 +17,9 @@ BENCHMARKS   := $(BENCHMARKS)|BenchmarkFsync|BenchmarkSQLiteFloor|BenchmarkSched
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkResumeFromBoundary|BenchmarkResumeFreshPair
 # Pairs one serve process holds streaming at a model's pace.
 BENCHMARKS   := $(BENCHMARKS)|BenchmarkServeStreamingCapacity
+# JetStream: 60-event pairs beside the 17-event relay, and the events
+# stream's messages by batch size and at a model's pace.
+BENCHMARKS   := $(BENCHMARKS)|BenchmarkJetStreamReviewPairs|BenchmarkTimelineBatch|BenchmarkTimelineDeltas
 
 .PHONY: test fmt-check vet lint archtest race bench fuzz proof scaling-plot buf screenshots
 

@@ -15,17 +15,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spice-orch/spice-orch/handoff"
 	"github.com/spice-orch/spice-orch/job"
 	"github.com/spice-orch/spice-orch/kernel/engine"
 	"github.com/spice-orch/spice-orch/kernel/enginetest"
 	"github.com/spice-orch/spice-orch/kernel/eventlog"
 	"github.com/spice-orch/spice-orch/kernel/id"
+	"github.com/spice-orch/spice-orch/kernel/model"
 	"github.com/spice-orch/spice-orch/orchestrator"
 	"github.com/spice-orch/spice-orch/workers"
 )
 
-// envPlay set to "pairs" makes a worker process play scripted relay
-// pairs, each one's timeline published to the events stream.
+// envPlay set to "pairs" makes a worker process play scripted pairs,
+// each one's timeline published to the events stream: the job's spec
+// names the pair's shape (pairShapes).
 const envPlay = "SPICE_JS_TEST_WORKER_PLAY"
 
 // benchConfig is the backend of the benchmark and its worker processes:
@@ -33,40 +36,96 @@ const envPlay = "SPICE_JS_TEST_WORKER_PLAY"
 // redeliver.
 func benchConfig(nc *nats.Conn) Config { return Config{Conn: nc, Name: "bench", MaxAge: time.Hour} }
 
-// relayConfig is a relay pair of two text workers on cycling scripted
-// providers, as the scheduler's throughput benchmark plays.
+// pairShapes are the scripted pairs the benchmark plays, by job spec,
+// each with the number of timeline events it emits. A pair's config is
+// made for each job: a shape's scripts are played in order, and pairs
+// played at once must not take each other's answers.
+var pairShapes = map[string]struct {
+	events int
+	config func() (orchestrator.Config, error)
+}{
+	"relay":  {17, relayConfig},
+	"review": {60, reviewConfig},
+}
+
+// scriptedWorker is a text worker whose scripted provider answers with
+// the scripts in turn, cycling.
+func scriptedWorker(role string, ids *id.Counter, clock *enginetest.Clock, script ...[]model.Item) (workers.Config, error) {
+	p := enginetest.NewProvider(script...)
+	p.Cycle = true
+	d, err := engine.NewDefinition(engine.DefinitionConfig{Name: role, Model: "scripted-1", System: "Be brief.", MaxTurns: 4})
+	return workers.Config{Role: role, Definition: d, Engine: engine.Config{Provider: p, IDs: ids, Clock: clock}}, err
+}
+
+// relayConfig is a relay pair of two text workers answering in one text
+// delta each, as the scheduler's throughput benchmark plays: 17 events.
 func relayConfig() (orchestrator.Config, error) {
 	plans, err := enginetest.Plan("plan-1")
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
 	ids, clock := &id.Counter{}, &enginetest.Clock{}
-	worker := func(role, text string) (workers.Config, error) {
-		p := enginetest.NewProvider(enginetest.Answer(text))
-		p.Cycle = true
-		d, err := engine.NewDefinition(engine.DefinitionConfig{Name: role, Model: "scripted-1", System: "Be brief.", MaxTurns: 4})
-		return workers.Config{Role: role, Definition: d, Engine: engine.Config{Provider: p, IDs: ids, Clock: clock}}, err
-	}
-	first, err := worker("writer", "Hello there.")
+	first, err := scriptedWorker("writer", ids, clock, enginetest.Answer("Hello there."))
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
-	second, err := worker("reviewer", "Looks good.")
+	second, err := scriptedWorker("reviewer", ids, clock, enginetest.Answer("Looks good."))
 	return orchestrator.Config{Plans: plans, First: first, Second: second,
 		Pattern: orchestrator.Relay, Task: "Write one line about the sea."}, err
 }
 
-// pairPlay plays the job as a scripted relay pair whose timeline goes to
-// the events stream.
-func pairPlay(b *Backend, cfg orchestrator.Config) PlayFunc {
+// reviewConfig is a review loop of three rounds without tool calls: the
+// writer streams each draft in four text deltas, the reviewer answers
+// twice in two and approves the third draft in one. 60 events, 21 of
+// them text deltas.
+func reviewConfig() (orchestrator.Config, error) {
+	plans, err := enginetest.Plan("plan-1")
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
+	ids, clock := &id.Counter{}, &enginetest.Clock{}
+	answer := func(chunks ...string) []model.Item {
+		var items []model.Item
+		for _, c := range chunks {
+			items = append(items, enginetest.Text(c))
+		}
+		return append(items, enginetest.Done(10, 5))
+	}
+	first, err := scriptedWorker("writer", ids, clock,
+		answer("The sea ", "is grey ", "and wide, ", "and cold."),
+		answer("The sea ", "rolls grey ", "and wide, ", "and cold."),
+		answer("Grey waves ", "roll in, ", "wide ", "and cold."))
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
+	second, err := scriptedWorker("reviewer", ids, clock,
+		answer("Say more ", "about the waves."),
+		answer("Shorter, ", "please."),
+		answer(handoff.DefaultDoneMarker))
+	return orchestrator.Config{Plans: plans, First: first, Second: second,
+		Pattern: orchestrator.ReviewLoop, Task: "Write one line about the sea."}, err
+}
+
+// pairPlay plays the job as the scripted pair its spec names, whose
+// timeline goes to the events stream.
+func pairPlay(b *Backend) PlayFunc {
 	return func(ctx context.Context, j job.Job) job.Report {
 		rep := job.Report{ID: j.ID, Attempt: j.Attempt, State: job.Failed}
+		shape, ok := pairShapes[string(j.Spec)]
+		if !ok {
+			rep.Error = "no pair shape " + strconv.Quote(string(j.Spec))
+			return rep
+		}
+		c, err := shape.config()
+		if err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
 		pub, err := b.Timeline(j.ID, TimelineConfig{})
 		if err != nil {
 			rep.Error = err.Error()
 			return rep
 		}
-		c := cfg
 		c.ID = j.ID
 		c.Timeline.Required = []eventlog.Observer{pub}
 		p, err := orchestrator.Run(ctx, c)
@@ -85,13 +144,22 @@ func pairPlay(b *Backend, cfg orchestrator.Config) PlayFunc {
 	}
 }
 
-// BenchmarkJetStreamPairs: scripted relay pairs submitted to an
-// embedded JetStream and played by 2 worker processes (4 pairs each),
-// each pair's whole timeline carried on the events stream; pairs/s from
-// the first submission to the last terminal status. The same pairs then
-// play in this process, GOMAXPROCS at once, and ratio is JetStream's
-// pairs/s over that in-process rate.
-func BenchmarkJetStreamPairs(b *testing.B) {
+// BenchmarkJetStreamPairs: scripted relay pairs of 17 timeline events
+// (relayConfig) submitted to an embedded JetStream and played by 2
+// worker processes (4 pairs each), each pair's whole timeline carried on
+// the events stream; pairs/s from the first submission to the last
+// terminal status. The same pairs then play in this process, GOMAXPROCS
+// at once, each by orchestrator.Run (the scheduler is on this package's
+// layer, which a test may not import), and ratio is JetStream's pairs/s
+// over that in-process rate.
+func BenchmarkJetStreamPairs(b *testing.B) { benchJetStreamPairs(b, "relay") }
+
+// BenchmarkJetStreamReviewPairs is BenchmarkJetStreamPairs with review
+// loops of 60 events (reviewConfig).
+func BenchmarkJetStreamReviewPairs(b *testing.B) { benchJetStreamPairs(b, "review") }
+
+func benchJetStreamPairs(b *testing.B, spec string) {
+	shape := pairShapes[spec]
 	ctx := context.Background()
 	s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
 	require.NoError(b, err)
@@ -158,7 +226,7 @@ func BenchmarkJetStreamPairs(b *testing.B) {
 					return
 				}
 				slots <- struct{}{}
-				if _, err := be.Submit(ctx, job.Job{ID: "p" + strconv.FormatInt(i, 10), Spec: []byte("relay")}); err != nil {
+				if _, err := be.Submit(ctx, job.Job{ID: "p" + strconv.FormatInt(i, 10), Spec: []byte(spec)}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -169,12 +237,18 @@ func BenchmarkJetStreamPairs(b *testing.B) {
 	<-allEnded
 	jsRate := float64(n) / time.Since(start).Seconds()
 	b.StopTimer()
-
-	// The same pairs played in this process, GOMAXPROCS at once, as the
-	// in-process scheduler plays them (its package is on this one's
-	// layer, so the benchmark cannot import it): the baseline.
-	cfg, err := relayConfig()
+	var events int
+	for _, err := range be.Events(ctx, "p1", 0, false) {
+		require.NoError(b, err)
+		events++
+	}
+	require.Equal(b, shape.events, events, "events of a pair on the stream")
+	info, err := be.events.Info(ctx)
 	require.NoError(b, err)
+	msgs := float64(info.State.Msgs) / float64(n)
+
+	// The baseline: the same pairs played in this process, GOMAXPROCS
+	// at once, by orchestrator.Run.
 	var played atomic.Int64
 	start = time.Now()
 	for range runtime.GOMAXPROCS(0) {
@@ -184,7 +258,11 @@ func BenchmarkJetStreamPairs(b *testing.B) {
 				if i > int64(n) {
 					return
 				}
-				c := cfg
+				c, err := shape.config()
+				if err != nil {
+					b.Error(err)
+					return
+				}
 				c.ID = "inproc-" + strconv.FormatInt(i, 10)
 				p, err := orchestrator.Run(ctx, c)
 				if err == nil {
@@ -202,4 +280,5 @@ func BenchmarkJetStreamPairs(b *testing.B) {
 	b.ReportMetric(jsRate, "pairs/s")
 	b.ReportMetric(inRate, "inproc-pairs/s")
 	b.ReportMetric(jsRate/inRate, "ratio")
+	b.ReportMetric(msgs, "msgs/pair")
 }

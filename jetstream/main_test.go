@@ -81,12 +81,7 @@ func workerMain(url, name string) int {
 	}
 	wc := WorkerConfig{Pairs: 2, Play: scripted, Drain: testDrain}
 	if os.Getenv(envPlay) == "pairs" {
-		rc, err := relayConfig()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		wc.Play, wc.Pairs = pairPlay(b, rc), 4
+		wc.Play, wc.Pairs = pairPlay(b), 4
 	}
 	if loop := os.Getenv(envLoop); loop != "" {
 		workerTag = os.Getenv(envTag)

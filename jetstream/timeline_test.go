@@ -2,11 +2,16 @@ package jetstream
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spice-orch/spice-orch/job"
@@ -275,5 +280,159 @@ func TestS1_ABurstPastTheInFlightBoundWaits(t *testing.T) {
 		kinds, err := collect(t, ctx, b, "pair-burst-"+strconv.Itoa(i), 0, false)
 		require.NoError(t, err)
 		require.Len(t, kinds, 1)
+	}
+}
+
+// TestS1_DeltasFurtherApartThanTheLingerTravelOneAMessage: a delta that
+// no other follows within the linger is published alone, as a streaming
+// pair's are at 30 deltas a second (33 ms apart, the linger 20 ms), so
+// such a pair sends one message a delta; deltas within the linger share
+// one.
+func TestS1_DeltasFurtherApartThanTheLingerTravelOneAMessage(t *testing.T) {
+	ctx := testCtx(t)
+	s := startServer(t, t.TempDir())
+	nc := connect(t, s.ClientURL())
+	b, err := Open(ctx, testConfig(nc, "delta"))
+	require.NoError(t, err)
+	// A streaming pair's deltas come 33 ms apart: further than the linger.
+	require.Less(t, DefaultLinger, time.Second/30)
+	const deltas = 30
+	evs := playTimeline(t, ctx, "src", eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil }), deltas+1)
+
+	// Apart: each delta is observed once the one before is on the
+	// server, which the linger alone sends there.
+	sub, err := nc.SubscribeSync(b.eventsSubject("apart"))
+	require.NoError(t, err)
+	pub, err := b.Timeline("apart", TimelineConfig{})
+	require.NoError(t, err)
+	for _, e := range evs[:deltas] {
+		require.NoError(t, pub.Observe(ctx, e))
+		_, err := sub.NextMsg(10 * time.Second)
+		require.NoError(t, err)
+	}
+	require.NoError(t, pub.Observe(ctx, evs[deltas]))
+	// Together: every delta within one linger.
+	together, err := b.Timeline("together", TimelineConfig{Linger: time.Hour})
+	require.NoError(t, err)
+	for _, e := range evs {
+		require.NoError(t, together.Observe(ctx, e))
+	}
+
+	count := func(pairID string) uint64 {
+		info, err := b.events.Info(ctx, jetstream.WithSubjectFilter(b.eventsSubject(pairID)))
+		require.NoError(t, err)
+		return info.State.Subjects[b.eventsSubject(pairID)]
+	}
+	require.Equal(t, uint64(deltas+1), count("apart"), "one message a delta, and the terminal's")
+	require.Equal(t, uint64(1), count("together"))
+}
+
+// BenchmarkTimelineDeltas: pairs streaming 30 deltas a second each, for
+// 2 seconds (60 deltas, then the terminal), publish through their
+// timeline publishers to an embedded server, their starts spread over
+// one period, all on one connection (one worker holding them all); one
+// subscriber hears every message. Reported: messages per event,
+// messages/s, the median and p99 of the time from an event's Observe to
+// the subscriber's receipt of it (what a reader of the stream waits),
+// and the pairs whose publisher failed (a publish that found
+// Config.MaxPending acks in flight for nats.go's stall wait), by pairs
+// and linger.
+func BenchmarkTimelineDeltas(b *testing.B) {
+	const deltas, period = 60, time.Second / 30
+	for _, pairs := range []int{100, 500} {
+		for _, linger := range []time.Duration{DefaultLinger, 100 * time.Millisecond} {
+			b.Run("pairs="+strconv.Itoa(pairs)+"/linger="+linger.String(), func(b *testing.B) {
+				ctx := context.Background()
+				s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
+				require.NoError(b, err)
+				defer func() { s.Shutdown(); s.WaitForShutdown() }()
+				nc, err := nats.Connect(s.ClientURL())
+				require.NoError(b, err)
+				defer nc.Close()
+				be, err := Open(ctx, Config{Conn: nc, Name: "bench"})
+				require.NoError(b, err)
+				src := playTimeline(b, ctx, "src", eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil }), deltas+1)
+
+				// Pair n is pair n%pairs of round n/pairs; observed[n%pairs]
+				// [seq-1] is when its event seq was observed, in ns since
+				// base.
+				observed := make([][]atomic.Int64, pairs)
+				for i := range observed {
+					observed[i] = make([]atomic.Int64, len(src))
+				}
+				base := time.Now()
+				var mu sync.Mutex
+				var lat []time.Duration
+				var msgs, events int
+				sub, err := nc.Subscribe(be.eventsSubject("*"), func(m *nats.Msg) {
+					now := time.Since(base)
+					n, err := strconv.Atoi(strings.TrimPrefix(m.Subject, be.eventsSubject("p")))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					evs, err := decodeBatch(m.Data)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					msgs++
+					for _, e := range evs {
+						events++
+						lat = append(lat, now-time.Duration(observed[n%pairs][e.Seq()-1].Load()))
+					}
+				})
+				require.NoError(b, err)
+				defer func() { _ = sub.Unsubscribe() }()
+				rounds := 0
+				var failed atomic.Int64
+				for b.Loop() {
+					var wg sync.WaitGroup
+					for i := range pairs {
+						wg.Go(func() {
+							pub, err := be.Timeline("p"+strconv.Itoa(rounds*pairs+i), TimelineConfig{Linger: linger})
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							<-time.After(period * time.Duration(i) / time.Duration(pairs))
+							tick := time.NewTicker(period)
+							defer tick.Stop()
+							for j, e := range src {
+								if j > 0 {
+									<-tick.C
+								}
+								observed[i][j].Store(int64(time.Since(base)))
+								if err := pub.Observe(ctx, e); err != nil {
+									// Counted, not fatal: how many pairs a
+									// connection fails at a load is what
+									// the benchmark is for.
+									failed.Add(1)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					rounds++
+					// Every batch is stored (the terminal waits for it);
+					// a round trip makes sure the subscriber heard them.
+					require.NoError(b, nc.Flush())
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if failed.Load() == 0 {
+					require.Equal(b, rounds*pairs*len(src), events)
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(msgs)/float64(events), "msgs/event")
+				b.ReportMetric(float64(msgs)/(float64(rounds*len(src))*period.Seconds()), "msgs/s")
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1e3, "p99-ms")
+				b.ReportMetric(float64(failed.Load())/float64(rounds), "failed-pairs")
+			})
+		}
 	}
 }
