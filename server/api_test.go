@@ -81,24 +81,7 @@ func TestServeListPagination(t *testing.T) {
 		h.wait(id)
 		ids = append(ids, id)
 	}
-	var got []string
-	cursor := ""
-	for range 10 {
-		r := h.do("GET", "/v1/pairs?limit=3&cursor="+cursor, "", "")
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
-		var page struct {
-			Pairs      []struct{ ID string }
-			NextCursor string `json:"next_cursor"`
-		}
-		require.NoError(t, json.Unmarshal(r.body, &page))
-		for _, p := range page.Pairs {
-			got = append(got, p.ID)
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		cursor = page.NextCursor
-	}
+	got := h.pageIDs(t, 3)
 	newest := slices.Clone(ids)
 	slices.Reverse(newest)
 	require.Equal(t, newest, got, "every pair once, newest first")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,6 +25,26 @@ func (h *harness) list(t *testing.T, query string) listed {
 	var v listed
 	require.NoError(t, json.Unmarshal(r.body, &v))
 	return v
+}
+
+// pageIDs follows next_cursor from the first page, limit pairs a page,
+// and returns the IDs in the order the pages gave them.
+func (h *harness) pageIDs(t *testing.T, limit int) []string {
+	t.Helper()
+	var got []string
+	cursor := ""
+	for range 100 {
+		page := h.list(t, "limit="+strconv.Itoa(limit)+"&cursor="+cursor)
+		for _, p := range page.Pairs {
+			got = append(got, p.ID)
+		}
+		if page.NextCursor == "" {
+			return got
+		}
+		cursor = page.NextCursor
+	}
+	t.Fatalf("no last page after 100: %v", got)
+	return nil
 }
 
 // TestS2_ListFiltersByReasonAndSearchesIDAndTask: GET /v1/pairs?q= keeps

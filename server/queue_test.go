@@ -223,23 +223,6 @@ func TestS2_PairsOnAQueueListByWhenTheyWereSubmitted(t *testing.T) {
 	var builds atomic.Int32
 	h := queueHarness(t, q, &builds, nil)
 	want := []string{"pair-d", "pair-c", "pair-b", "pair-a"}
-	var got []string
-	cursor := ""
-	for range len(want) + 1 {
-		r := h.do("GET", "/v1/pairs?limit=1"+cursor, "", "")
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
-		var page struct {
-			Pairs      []struct{ ID string }
-			NextCursor string `json:"next_cursor"`
-		}
-		require.NoError(t, json.Unmarshal(r.body, &page))
-		for _, p := range page.Pairs {
-			got = append(got, p.ID)
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		cursor = "&cursor=" + page.NextCursor
-	}
+	got := h.pageIDs(t, 1)
 	require.Equal(t, want, got)
 }
