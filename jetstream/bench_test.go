@@ -161,12 +161,8 @@ func BenchmarkJetStreamReviewPairs(b *testing.B) { benchJetStreamPairs(b, "revie
 func benchJetStreamPairs(b *testing.B, spec string) {
 	shape := pairShapes[spec]
 	ctx := context.Background()
-	s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
-	require.NoError(b, err)
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	nc, err := nats.Connect(s.ClientURL())
-	require.NoError(b, err)
-	defer nc.Close()
+	s := startServer(b, b.TempDir())
+	nc := connect(b, s.ClientURL())
 	be, err := Open(ctx, benchConfig(nc))
 	require.NoError(b, err)
 	var procs []*exec.Cmd

@@ -25,7 +25,7 @@ import (
 	"github.com/spice-orch/spice-orch/store"
 )
 
-func startServer(t *testing.T, dir string) *server.Server {
+func startServer(t testing.TB, dir string) *server.Server {
 	t.Helper()
 	s, err := StartEmbedded(EmbeddedConfig{Dir: dir})
 	require.NoError(t, err)
@@ -33,7 +33,7 @@ func startServer(t *testing.T, dir string) *server.Server {
 	return s
 }
 
-func connect(t *testing.T, url string) *nats.Conn {
+func connect(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	require.NoError(t, err)

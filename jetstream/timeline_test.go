@@ -193,12 +193,7 @@ func BenchmarkTimelineBatch(b *testing.B) {
 	for _, batch := range []int{1, 16, 64} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
-			require.NoError(b, err)
-			defer func() { s.Shutdown(); s.WaitForShutdown() }()
-			nc, err := nats.Connect(s.ClientURL())
-			require.NoError(b, err)
-			defer nc.Close()
+			nc := connect(b, startServer(b, b.TempDir()).ClientURL())
 			be, err := Open(ctx, Config{Conn: nc, Name: "bench"})
 			require.NoError(b, err)
 			src := playTimeline(b, ctx, "src", eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil }), 60)
@@ -343,12 +338,7 @@ func BenchmarkTimelineDeltas(b *testing.B) {
 		for _, linger := range []time.Duration{DefaultLinger, 100 * time.Millisecond} {
 			b.Run("pairs="+strconv.Itoa(pairs)+"/linger="+linger.String(), func(b *testing.B) {
 				ctx := context.Background()
-				s, err := StartEmbedded(EmbeddedConfig{Dir: b.TempDir()})
-				require.NoError(b, err)
-				defer func() { s.Shutdown(); s.WaitForShutdown() }()
-				nc, err := nats.Connect(s.ClientURL())
-				require.NoError(b, err)
-				defer nc.Close()
+				nc := connect(b, startServer(b, b.TempDir()).ClientURL())
 				be, err := Open(ctx, Config{Conn: nc, Name: "bench"})
 				require.NoError(b, err)
 				src := playTimeline(b, ctx, "src", eventlog.ObserverFunc(func(context.Context, eventlog.Event) error { return nil }), deltas+1)
